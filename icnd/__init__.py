@@ -1,0 +1,41 @@
+"""icnd: an information-centric computing network daemon.
+
+The public façade: names, packets and the codec, the error hierarchy.
+"""
+
+from .codec import decode, encode
+from .errors import (
+    DecodeError,
+    Error,
+    Nacked,
+    NotFound,
+    RemoteError,
+    Timeout,
+    Unauthorized,
+    VerificationError,
+)
+from .name import Component, Name
+from .packet import ContentType, Data, Interest, Nack, NackReason, SigType
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Component",
+    "ContentType",
+    "Data",
+    "DecodeError",
+    "Error",
+    "Interest",
+    "Nack",
+    "NackReason",
+    "Nacked",
+    "Name",
+    "NotFound",
+    "RemoteError",
+    "SigType",
+    "Timeout",
+    "Unauthorized",
+    "VerificationError",
+    "decode",
+    "encode",
+]

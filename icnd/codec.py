@@ -1,0 +1,233 @@
+"""The wire codec: one msgpack array per packet.
+
+Layout (see docs/protocol.md for the full table)::
+
+    Interest: [VERSION, 1, name, nonce, lifetime_ms, hop_limit, flags, app_params|nil, [hint...]]
+    Data:     [VERSION, 2, name, content_type, freshness_ms, final_block_id|nil,
+               content, sig_type, key_locator|nil, sig_value]
+    Nack:     [VERSION, 3, name, nonce, reason, detail]
+
+A name is an array of wire-form components (bin).  The *signed portion* of a
+Data is its encoding up to, not including, the final ``sig_value`` element:
+every byte of the array header and of the nine fields before it.
+
+`decode` trusts nothing: msgpack runs with explicit limits (so a claimed
+length never makes it allocate), every field's type and range is checked, and
+any failure at all raises `DecodeError` and nothing else.
+"""
+
+from __future__ import annotations
+
+import msgpack
+
+from .errors import DecodeError
+from .name import Name, valid_wire_comps
+from .packet import Data, Interest, Nack, NackReason, Packet, SigType
+
+VERSION = 1
+T_INTEREST = 1
+T_DATA = 2
+T_NACK = 3
+
+MAX_PACKET_SIZE = 8 * 1024 * 1024 + 65536  # stream faces
+MAX_CONTENT_SIZE = 8 * 1024 * 1024
+MAX_PARAMS_SIZE = 1024 * 1024
+MAX_SIG_SIZE = 512
+MAX_HINTS = 8
+MAX_DETAIL_LEN = 1024
+
+_FLAG_CBP = 1
+_FLAG_MBF = 2
+_U32 = (1 << 32) - 1
+_SIG_TYPES = frozenset(int(s) for s in SigType)
+_NACK_REASONS = {int(r): r for r in NackReason}
+
+
+def encode(packet: Packet) -> bytes:
+    """Encode a packet; a Data's encoding is cached on the object."""
+    if type(packet) is Data:
+        wire = packet.wire
+        if wire is None:
+            wire = msgpack.packb(_data_fields(packet) + [packet.sig_value], use_bin_type=True)
+            object.__setattr__(packet, "wire", wire)
+        return wire
+    if type(packet) is Interest:
+        flags = (_FLAG_CBP if packet.can_be_prefix else 0) | (_FLAG_MBF if packet.must_be_fresh else 0)
+        return msgpack.packb(
+            [
+                VERSION,
+                T_INTEREST,
+                packet.name.comps,
+                packet.nonce,
+                packet.lifetime_ms,
+                packet.hop_limit,
+                flags,
+                packet.app_params,
+                [h.comps for h in packet.forwarding_hint],
+            ],
+            use_bin_type=True,
+        )
+    if type(packet) is Nack:
+        return msgpack.packb(
+            [VERSION, T_NACK, packet.name.comps, packet.nonce, int(packet.reason), packet.detail],
+            use_bin_type=True,
+        )
+    raise TypeError(f"not a packet: {type(packet).__name__}")
+
+
+def _data_fields(d: Data) -> list:
+    return [
+        VERSION,
+        T_DATA,
+        d.name.comps,
+        int(d.content_type),
+        d.freshness_ms,
+        d.final_block_id,
+        d.content,
+        int(d.sig_type),
+        None if d.key_locator is None else d.key_locator.comps,
+    ]
+
+
+def signed_portion(data: Data) -> bytes:
+    """The bytes a Data's signature covers (its encoding minus `sig_value`)."""
+    packer = msgpack.Packer(use_bin_type=True, autoreset=False)
+    packer.pack_array_header(10)
+    for f in _data_fields(data):
+        packer.pack(f)
+    return packer.bytes()
+
+
+def signed_portion_of_wire(data: Data) -> memoryview:
+    """The signed portion of a decoded Data, sliced from its wire bytes."""
+    wire = encode(data)
+    tail = len(msgpack.packb(data.sig_value, use_bin_type=True))
+    return memoryview(wire)[: len(wire) - tail]
+
+
+def with_signature(data: Data, sig_value: bytes, portion: bytes) -> Data:
+    """Attach `sig_value` to a Data whose signed portion is `portion`."""
+    wire = portion + msgpack.packb(sig_value, use_bin_type=True)
+    return Data(
+        data.name,
+        data.content,
+        data.content_type,
+        data.freshness_ms,
+        data.final_block_id,
+        data.sig_type,
+        data.key_locator,
+        sig_value,
+        wire,
+    )
+
+
+def _unpack(buf: bytes) -> tuple:
+    n = len(buf)
+    if n > MAX_PACKET_SIZE:
+        raise DecodeError(f"packet of {n} bytes exceeds {MAX_PACKET_SIZE}")
+    return msgpack.unpackb(
+        buf,
+        use_list=False,
+        raw=False,
+        strict_map_key=True,
+        max_bin_len=min(n, MAX_CONTENT_SIZE),
+        max_str_len=min(n, MAX_DETAIL_LEN),
+        max_array_len=min(n, 64),
+        max_map_len=0,
+        max_ext_len=0,
+    )
+
+
+def _name(comps: object, what: str) -> Name:
+    if not valid_wire_comps(comps):
+        raise DecodeError(f"invalid {what}")
+    return Name.from_wire(comps)  # type: ignore[arg-type]
+
+
+def _uint(value: object, limit: int, what: str) -> int:
+    if type(value) is not int or value < 0 or value > limit:
+        raise DecodeError(f"invalid {what}: {value!r}")
+    return value
+
+
+def decode(buf: bytes) -> Packet:
+    """Decode one packet; raises `DecodeError` (only) on malformed input."""
+    try:
+        obj = _unpack(buf)
+    except DecodeError:
+        raise
+    except Exception as exc:  # msgpack raises several types; all mean "malformed"
+        raise DecodeError(f"not a msgpack packet: {exc.__class__.__name__}: {exc}") from None
+    try:
+        return _decode_fields(obj, buf)
+    except DecodeError:
+        raise
+    except Exception as exc:  # defensive: a field check we did not foresee
+        raise DecodeError(f"malformed packet: {exc.__class__.__name__}: {exc}") from None
+
+
+def _decode_fields(obj: object, buf: bytes) -> Packet:
+    if type(obj) is not tuple or len(obj) < 2:
+        raise DecodeError("packet is not an array with version and type")
+    version, ptype = obj[0], obj[1]
+    if version != VERSION or type(version) is not int:
+        raise DecodeError(f"unsupported packet version {version!r}")
+    if type(ptype) is not int:
+        raise DecodeError(f"unknown packet type {ptype!r}")
+    if ptype == T_INTEREST:
+        if len(obj) != 9:
+            raise DecodeError("Interest must have 9 elements")
+        _, _, comps, nonce, lifetime, hop, flags, params, hints = obj
+        name = _name(comps, "Interest name")
+        _uint(nonce, _U32, "nonce")
+        _uint(lifetime, _U32, "lifetime")
+        _uint(hop, 255, "hop limit")
+        _uint(flags, 3, "flags")
+        if params is not None:
+            if type(params) is not bytes or len(params) > MAX_PARAMS_SIZE:
+                raise DecodeError("invalid application parameters")
+        if type(hints) is not tuple or len(hints) > MAX_HINTS:
+            raise DecodeError("invalid forwarding hint")
+        interest = Interest(
+            name,
+            nonce,
+            lifetime,
+            hop,
+            bool(flags & _FLAG_CBP),
+            bool(flags & _FLAG_MBF),
+            params,
+            tuple(_name(h, "forwarding hint") for h in hints),
+        )
+        if not interest.params_ok():
+            raise DecodeError("application parameters do not match params-sha256 component")
+        return interest
+    if ptype == T_DATA:
+        if len(obj) != 10:
+            raise DecodeError("Data must have 10 elements")
+        _, _, comps, ctype, fresh, fbid, content, sig_type, kl, sig_value = obj
+        name = _name(comps, "Data name")
+        _uint(ctype, 0xFFFF, "content type")
+        _uint(fresh, _U32, "freshness")
+        if fbid is not None and (type(fbid) is not bytes or not valid_wire_comps((fbid,))):
+            raise DecodeError("invalid final block id")
+        if type(content) is not bytes:
+            raise DecodeError("Data content is not bytes")
+        if sig_type not in _SIG_TYPES or type(sig_type) is not int:
+            raise DecodeError(f"unknown signature type {sig_type!r}")
+        key_locator = None if kl is None else _name(kl, "key locator")
+        if type(sig_value) is not bytes or len(sig_value) > MAX_SIG_SIZE:
+            raise DecodeError("invalid signature value")
+        return Data(name, content, ctype, fresh, fbid, sig_type, key_locator, sig_value, bytes(buf))
+    if ptype == T_NACK:
+        if len(obj) != 6:
+            raise DecodeError("Nack must have 6 elements")
+        _, _, comps, nonce, reason, detail = obj
+        name = _name(comps, "Nack name")
+        _uint(nonce, _U32, "nonce")
+        r = _NACK_REASONS.get(reason) if type(reason) is int else None
+        if r is None:
+            raise DecodeError(f"unknown Nack reason {reason!r}")
+        if type(detail) is not str:
+            raise DecodeError("Nack detail is not a string")
+        return Nack(name, nonce, r, detail)
+    raise DecodeError(f"unknown packet type {ptype!r}")

@@ -1,0 +1,125 @@
+"""Content Store: a byte-bounded cache of Data.
+
+Invariants:
+- ``bytes_used`` is the sum of the wire sizes of the stored Data and never
+  exceeds ``capacity_bytes`` after an insertion returns (least recently used
+  entries are evicted first; a Data larger than the whole store is refused);
+- `_lru` (insertion/recency order) and `_index` (names in sorted order, for
+  can_be_prefix lookups and erase-by-prefix) always hold the same names;
+- a Data is *fresh* until ``inserted + freshness_ms``; stale Data still
+  answers Interests without must_be_fresh.
+Lookups with an implicit digest as last component match the Data whose full
+name (name + sha256digest) equals the Interest name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from sortedcontainers import SortedList
+
+from ..codec import encode
+from ..name import T_DIGEST
+from ..packet import Data, Interest
+
+MAX_PREFIX_SCAN = 64  # can_be_prefix + must_be_fresh: stale entries skipped at most
+
+
+@dataclass(slots=True)
+class CsEntry:
+    data: Data
+    size: int
+    fresh_until: float
+    digest: bytes | None = None
+
+    def full_digest(self) -> bytes:
+        if self.digest is None:
+            self.digest = hashlib.sha256(encode(self.data)).digest()
+        return self.digest
+
+
+class ContentStore:
+    def __init__(self, capacity_bytes: int = 64 * 1024 * 1024) -> None:
+        self.capacity_bytes = capacity_bytes
+        self.bytes_used = 0
+        self.evictions = 0
+        self._lru: OrderedDict[tuple[bytes, ...], CsEntry] = OrderedDict()
+        self._index: SortedList = SortedList()
+
+    def __len__(self) -> int:
+        return len(self._lru)
+
+    def insert(self, data: Data, now: float) -> bool:
+        """Store (or refresh) `data`; False if it cannot fit at all."""
+        size = len(encode(data))
+        if size > self.capacity_bytes:
+            return False
+        key = data.name.comps
+        old = self._lru.pop(key, None)
+        if old is not None:
+            self.bytes_used -= old.size
+        else:
+            self._index.add(key)
+        self._lru[key] = CsEntry(data, size, now + data.freshness_ms / 1000.0)
+        self.bytes_used += size
+        while self.bytes_used > self.capacity_bytes:
+            victim, entry = self._lru.popitem(last=False)
+            self._index.remove(victim)
+            self.bytes_used -= entry.size
+            self.evictions += 1
+        return True
+
+    def lookup(self, interest: Interest, now: float) -> Data | None:
+        comps = interest.name.comps
+        lru = self._lru
+        if not interest.can_be_prefix:
+            entry = lru.get(comps)
+            if entry is None and comps and comps[-1][0] == T_DIGEST:
+                entry = lru.get(comps[:-1])
+                if entry is not None and entry.full_digest() != comps[-1][1:]:
+                    entry = None
+            if entry is None or (interest.must_be_fresh and entry.fresh_until <= now):
+                return None
+            lru.move_to_end(entry.data.name.comps)
+            return entry.data
+        n = len(comps)
+        index = self._index
+        pos = index.bisect_left(comps)
+        for i in range(pos, min(pos + MAX_PREFIX_SCAN, len(index))):
+            key = index[i]
+            if key[:n] != comps:
+                break
+            entry = lru[key]
+            if interest.must_be_fresh and entry.fresh_until <= now:
+                continue
+            lru.move_to_end(key)
+            return entry.data
+        return None
+
+    def erase(self, prefix: tuple[bytes, ...]) -> int:
+        """Remove every Data under `prefix`; returns how many."""
+        n = len(prefix)
+        index = self._index
+        pos = index.bisect_left(prefix)
+        victims = []
+        for i in range(pos, len(index)):
+            key = index[i]
+            if key[:n] != prefix:
+                break
+            victims.append(key)
+        for key in victims:
+            index.remove(key)
+            self.bytes_used -= self._lru.pop(key).size
+        return len(victims)
+
+    def entries(self, prefix: tuple[bytes, ...] = ()):
+        """Iterate stored Data under `prefix` in name order."""
+        n = len(prefix)
+        index = self._index
+        for i in range(index.bisect_left(prefix), len(index)):
+            key = index[i]
+            if key[:n] != prefix:
+                break
+            yield self._lru[key]

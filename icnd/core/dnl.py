@@ -1,0 +1,40 @@
+"""Dead-nonce list: (name, nonce) pairs recently satisfied or expired.
+
+An Interest whose (name, nonce) is here is looping back after its PIT entry
+is gone.  Invariants: every record lives exactly ``lifetime`` seconds (all
+records have the same lifetime, so insertion order is expiry order and the
+oldest is always first); at most ``capacity`` records (the oldest is evicted
+first when full).
+"""
+
+from __future__ import annotations
+
+
+class DeadNonceList:
+    def __init__(self, lifetime: float = 6.0, capacity: int = 65536) -> None:
+        self.lifetime = lifetime
+        self.capacity = capacity
+        self._records: dict[tuple[tuple[bytes, ...], int], float] = {}
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def add(self, comps: tuple[bytes, ...], nonce: int, now: float) -> None:
+        key = (comps, nonce)
+        records = self._records
+        records.pop(key, None)  # re-adding moves it to the back with a new expiry
+        if len(records) >= self.capacity:
+            del records[next(iter(records))]
+        records[key] = now + self.lifetime
+
+    def has(self, comps: tuple[bytes, ...], nonce: int, now: float) -> bool:
+        expiry = self._records.get((comps, nonce))
+        return expiry is not None and expiry > now
+
+    def evict_expired(self, now: float) -> None:
+        records = self._records
+        while records:
+            key = next(iter(records))
+            if records[key] > now:
+                break
+            del records[key]

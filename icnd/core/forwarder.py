@@ -1,0 +1,375 @@
+"""The forwarder: NFD's pipelines as a sans-IO state machine.
+
+Packets and time go in, `Send` actions come out::
+
+    actions = fw.on_packet(face_id, packet, now)   # Interest, Data or Nack
+    actions = fw.on_timer(now)                     # when now >= fw.next_deadline()
+    actions = fw.on_face_down(face_id)
+
+The caller owns the clock, the faces and the encoding; the forwarder never
+reads a clock or touches a socket, so the same code runs in the daemon, in
+unit tests and in the simulator on a virtual clock.
+
+Pipelines (read in this order):
+- Interest: `on_incoming_interest` -> scope and hop-limit checks -> dead-nonce
+  and PIT loop checks -> `on_content_store_hit` / `on_content_store_miss` ->
+  strategy -> `send_interest` (the outgoing-Interest pipeline) or `reject`.
+- Data: `on_incoming_data` -> PIT match (only entries with an out-record on
+  the arrival face) -> Content Store insert -> Data to every in-record face;
+  no match -> `on_data_unsolicited` (dropped, counted, not cached).
+- Nack: `on_incoming_nack` -> the entry whose out-record carries that nonce
+  -> strategy (try another hop, or pass the least severe reason down).
+- Expiry: `on_interest_expiry` from the one timer heap when the last
+  in-record has expired; nonces go to the dead-nonce list.
+
+`/localhost` names are accepted only from local faces and only sent to local
+faces.  Every decision that drops a packet increments a counter.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
+from ..name import LOCALHOST, Name
+from ..packet import (
+    MAX_LIFETIME_MS,
+    MIN_LIFETIME_MS,
+    ContentType,
+    Data,
+    Interest,
+    Nack,
+    NackReason,
+    Packet,
+)
+from .cs import ContentStore
+from .dnl import DeadNonceList
+from .fib import Fib, FibEntry, TableFull
+from .pit import OutRecord, Pit, PitEntry
+from .strategy import StrategyChoice
+
+SUPPRESS_INITIAL = 0.010  # retransmission suppression, doubles per retransmission
+SUPPRESS_MAX = 0.250
+DNL_SWEEP_INTERVAL = 1.0
+UNCACHED_TYPES = frozenset({ContentType.NACK, ContentType.ERROR, ContentType.THUNK})
+
+
+class Send(NamedTuple):
+    face: int
+    packet: Packet
+
+
+COUNTER_NAMES = (
+    # the names interface.md §8 promises, then the rest
+    "interests_in", "interests_out", "data_in", "data_out", "nacks_in", "nacks_out",
+    "cs_hits", "cs_misses", "unsolicited_data", "decode_errors", "pit_aggregated",
+    "pit_expired", "pit_satisfied", "pit_full", "duplicate_nonces", "dead_nonce_hits",
+    "retx_suppressed", "retransmissions", "hop_limit_drops", "scope_violations",
+    "no_route", "unsolicited_nacks", "cs_inserts", "unknown_face_drops",
+)
+
+
+class Counters:
+    __slots__ = COUNTER_NAMES
+
+    def __init__(self) -> None:
+        for n in COUNTER_NAMES:
+            setattr(self, n, 0)
+
+    def as_dict(self) -> dict[str, int]:
+        return {n: getattr(self, n) for n in COUNTER_NAMES}
+
+
+@dataclass(slots=True)
+class FaceInfo:
+    local: bool
+
+
+def clamp_lifetime(ms: int) -> float:
+    return min(max(ms, MIN_LIFETIME_MS), MAX_LIFETIME_MS) / 1000.0
+
+
+class Forwarder:
+    def __init__(
+        self,
+        *,
+        cs_capacity_bytes: int = 64 * 1024 * 1024,
+        pit_max_entries: int = 100_000,
+        pit_max_per_face: int = 50_000,
+        fib_max_entries: int = 1_000_000,
+        dnl_lifetime: float = 6.0,
+        dnl_capacity: int = 65536,
+        default_strategy: str = "best-route",
+    ) -> None:
+        self.fib = Fib(max_entries=fib_max_entries)
+        self.pit = Pit(max_entries=pit_max_entries, max_per_face=pit_max_per_face)
+        self.cs = ContentStore(cs_capacity_bytes)
+        self.dnl = DeadNonceList(dnl_lifetime, dnl_capacity)
+        self.strategies = StrategyChoice(default_strategy)
+        self.counters = Counters()
+        self.faces: dict[int, FaceInfo] = {}
+        self._timers: list[tuple[float, int, Callable[[float], None]]] = []
+        self._seq = itertools.count()
+        self._out: list[Send] = []
+        self._dnl_sweep_at: float | None = None
+
+    # --- faces ----------------------------------------------------------------
+    def add_face(self, face: int, *, local: bool = False) -> None:
+        self.faces[face] = FaceInfo(local)
+
+    def on_face_down(self, face: int, now: float = 0.0) -> list[Send]:
+        """Forget a face: its routes, its in-records and out-records."""
+        self.faces.pop(face, None)
+        self.fib.remove_face(face)
+        for entry in list(self.pit):
+            if face in entry.in_records:
+                self.pit.remove_in_record(entry, face)
+            entry.out_records.pop(face, None)
+            if not entry.in_records:
+                self.pit.remove(entry)
+        return self._flush()
+
+    # --- entry points -----------------------------------------------------------
+    def on_packet(self, face: int, packet: Packet, now: float) -> list[Send]:
+        kind = type(packet)
+        if kind is Interest:
+            self.on_incoming_interest(face, packet, now)  # type: ignore[arg-type]
+        elif kind is Data:
+            self.on_incoming_data(face, packet, now)  # type: ignore[arg-type]
+        elif kind is Nack:
+            self.on_incoming_nack(face, packet, now)  # type: ignore[arg-type]
+        else:
+            raise TypeError(f"not a packet: {kind.__name__}")
+        return self._flush()
+
+    def on_timer(self, now: float) -> list[Send]:
+        timers = self._timers
+        while timers and timers[0][0] <= now:
+            _, _, callback = heapq.heappop(timers)
+            callback(now)
+        return self._flush()
+
+    def next_deadline(self) -> float | None:
+        return self._timers[0][0] if self._timers else None
+
+    def schedule(self, at: float, callback: Callable[[float], None]) -> None:
+        heapq.heappush(self._timers, (at, next(self._seq), callback))
+
+    def _flush(self) -> list[Send]:
+        out = self._out
+        self._out = []
+        return out
+
+    def _is_local(self, face: int) -> bool:
+        info = self.faces.get(face)
+        return info is not None and info.local
+
+    # --- Interest pipeline ------------------------------------------------------
+    def on_incoming_interest(self, face: int, interest: Interest, now: float) -> None:
+        c = self.counters
+        c.interests_in += 1
+        if face not in self.faces:
+            c.unknown_face_drops += 1
+            return
+        comps = interest.name.comps
+        if comps and comps[0] == LOCALHOST and not self.faces[face].local:
+            c.scope_violations += 1
+            return
+        if interest.hop_limit == 0:
+            c.hop_limit_drops += 1
+            return
+        if self.dnl.has(comps, interest.nonce, now):
+            c.dead_nonce_hits += 1
+            self._nack(face, interest, NackReason.DUPLICATE, "looping Interest (dead-nonce list)")
+            return
+        entry = self.pit.find(interest)
+        if entry is None:
+            data = self.cs.lookup(interest, now)
+            if data is not None:
+                self.on_content_store_hit(face, interest, data)
+                return
+            c.cs_misses += 1
+            self.on_content_store_miss(face, interest, now)
+            return
+        if self._is_loop(entry, face, interest.nonce):
+            c.duplicate_nonces += 1
+            self._nack(face, interest, NackReason.DUPLICATE, "duplicate nonce")
+            return
+        self._pending_interest(entry, face, interest, now)
+
+    def _is_loop(self, entry: PitEntry, face: int, nonce: int) -> bool:
+        for f, rec in entry.in_records.items():
+            if rec.nonce == nonce and f != face:
+                return True
+        for rec in entry.out_records.values():
+            if rec.nonce == nonce:
+                return True
+        return False
+
+    def on_content_store_hit(self, face: int, interest: Interest, data: Data) -> None:
+        self.counters.cs_hits += 1
+        self.counters.data_out += 1
+        self._out.append(Send(face, data))
+
+    def on_content_store_miss(self, face: int, interest: Interest, now: float) -> None:
+        try:
+            entry = self.pit.insert(interest)
+        except TableFull as exc:
+            self.counters.pit_full += 1
+            self._nack(face, interest, NackReason.CONGESTION, str(exc))
+            return
+        if not self._add_in_record(entry, face, interest, now):
+            self.pit.remove(entry)
+            return
+        self.schedule(entry.expiry, lambda t, e=entry: self.on_interest_expiry(e, t))
+        entry.suppress = SUPPRESS_INITIAL
+        self._strategy_interest(entry, face, interest, now)
+
+    def _add_in_record(self, entry: PitEntry, face: int, interest: Interest, now: float) -> bool:
+        try:
+            self.pit.add_in_record(entry, face, interest, now + clamp_lifetime(interest.lifetime_ms))
+        except TableFull as exc:
+            self.counters.pit_full += 1
+            self._nack(face, interest, NackReason.CONGESTION, str(exc))
+            return False
+        return True
+
+    def _pending_interest(self, entry: PitEntry, face: int, interest: Interest, now: float) -> None:
+        """An Interest for an existing entry: aggregate, suppress or retransmit."""
+        new_downstream = face not in entry.in_records
+        if not self._add_in_record(entry, face, interest, now):
+            return
+        if entry.has_pending_out(now):
+            if now < entry.last_forwarded + entry.suppress:
+                if new_downstream:
+                    self.counters.pit_aggregated += 1
+                else:
+                    self.counters.retx_suppressed += 1
+                return
+            self.counters.retransmissions += 1
+            entry.suppress = min(entry.suppress * 2, SUPPRESS_MAX)
+        self._strategy_interest(entry, face, interest, now)
+
+    def _strategy_interest(self, entry: PitEntry, face: int, interest: Interest, now: float) -> None:
+        comps = interest.name.comps
+        strategy = self.strategies.find(comps)
+        strategy.after_receive_interest(self, entry, face, interest, self.fib.longest_match(comps), now)
+
+    def eligible_nexthops(self, entry: PitEntry, in_face: int | None, fib_entry: FibEntry | None) -> list[int]:
+        """Next hops, cheapest first, excluding the in-face, dead faces and,
+        for /localhost names, non-local faces."""
+        if fib_entry is None:
+            return []
+        faces = self.faces
+        scoped = bool(entry.comps) and entry.comps[0] == LOCALHOST
+        return [
+            f for f, _ in fib_entry.nexthops
+            if f != in_face and f in faces and (not scoped or faces[f].local)
+        ]
+
+    def send_interest(self, entry: PitEntry, face: int, interest: Interest, now: float) -> None:
+        """The outgoing-Interest pipeline: out-record, hop limit, send."""
+        lifetime = clamp_lifetime(interest.lifetime_ms)
+        out = entry.out_records.get(face)
+        if out is None:
+            entry.out_records[face] = OutRecord(interest.nonce, now, now + lifetime)
+        else:
+            out.nonce, out.sent_at, out.expiry, out.nacked = interest.nonce, now, now + lifetime, None
+        entry.last_forwarded = now
+        self.counters.interests_out += 1
+        self._out.append(Send(face, interest.forwarded(interest.hop_limit - 1)))
+
+    def reject(self, entry: PitEntry, reason: NackReason, now: float) -> None:
+        """Nack every downstream of `entry` and drop it."""
+        if reason is NackReason.NO_ROUTE:
+            self.counters.no_route += 1
+        for face, rec in entry.in_records.items():
+            if rec.expiry > now:
+                self._nack(face, rec.interest, reason, "")
+        self._finish(entry, now)
+
+    def _nack(self, face: int, interest: Interest, reason: NackReason, detail: str) -> None:
+        self.counters.nacks_out += 1
+        self._out.append(Send(face, Nack(interest.name, interest.nonce, reason, detail)))
+
+    def _finish(self, entry: PitEntry, now: float) -> None:
+        for out in entry.out_records.values():
+            self.dnl.add(entry.comps, out.nonce, now)
+        self.pit.remove(entry)
+        if self._dnl_sweep_at is None:
+            self._dnl_sweep_at = now + DNL_SWEEP_INTERVAL
+            self.schedule(self._dnl_sweep_at, self._sweep_dnl)
+
+    def _sweep_dnl(self, now: float) -> None:
+        self.dnl.evict_expired(now)
+        self._dnl_sweep_at = None
+        if len(self.dnl):
+            self._dnl_sweep_at = now + DNL_SWEEP_INTERVAL
+            self.schedule(self._dnl_sweep_at, self._sweep_dnl)
+
+    def on_interest_expiry(self, entry: PitEntry, now: float) -> None:
+        if entry.removed:
+            return
+        if entry.expiry > now:  # extended since scheduled
+            self.schedule(entry.expiry, lambda t, e=entry: self.on_interest_expiry(e, t))
+            return
+        self.counters.pit_expired += 1
+        self._finish(entry, now)
+
+    # --- Data pipeline ------------------------------------------------------------
+    def on_incoming_data(self, face: int, data: Data, now: float) -> None:
+        c = self.counters
+        c.data_in += 1
+        if face not in self.faces:
+            c.unknown_face_drops += 1
+            return
+        comps = data.name.comps
+        if comps and comps[0] == LOCALHOST and not self.faces[face].local:
+            c.scope_violations += 1
+            return
+        entries = [e for e in self.pit.match_data(data) if face in e.out_records]
+        if not entries:
+            self.on_data_unsolicited(face, data)
+            return
+        if data.content_type not in UNCACHED_TYPES and self.cs.insert(data, now):
+            c.cs_inserts += 1
+        sent: set[int] = set()
+        for entry in entries:
+            for down, rec in entry.in_records.items():
+                if down != face and down not in sent and rec.expiry > now:
+                    sent.add(down)
+                    self._out.append(Send(down, data))
+            c.pit_satisfied += 1
+            self._finish(entry, now)
+        c.data_out += len(sent)
+
+    def on_data_unsolicited(self, face: int, data: Data) -> None:
+        self.counters.unsolicited_data += 1
+
+    # --- Nack pipeline --------------------------------------------------------------
+    def on_incoming_nack(self, face: int, nack: Nack, now: float) -> None:
+        c = self.counters
+        c.nacks_in += 1
+        entry = self.pit.match_nack(nack.name.comps, face, nack.nonce)
+        if entry is None:
+            c.unsolicited_nacks += 1
+            return
+        entry.out_records[face].nacked = nack.reason
+        comps = nack.name.comps
+        strategy = self.strategies.find(comps)
+        strategy.after_receive_nack(self, entry, face, nack, self.fib.longest_match(comps), now)
+
+    # --- introspection ---------------------------------------------------------------
+    def table_sizes(self) -> dict[str, int]:
+        return {
+            "pit_entries": len(self.pit),
+            "fib_entries": len(self.fib),
+            "cs_entries": len(self.cs),
+            "cs_bytes": self.cs.bytes_used,
+            "faces": len(self.faces),
+        }
+
+    def add_route(self, prefix: Name, face: int, cost: int = 0) -> None:
+        self.fib.add(prefix, face, cost)

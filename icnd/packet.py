@@ -1,0 +1,169 @@
+"""Interest, Data and Nack: immutable packet values.
+
+Packets are frozen slotted dataclasses.  `Data.wire` caches the packet's
+encoding (set by the decoder, or by `icnd.codec.encode` on first use) so a
+Data forwarded or served from a cache is never encoded twice; it takes no
+part in equality.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from .name import Name, T_DIGEST, T_PARAMS, params_digest
+
+DEFAULT_LIFETIME_MS = 4000
+DEFAULT_HOP_LIMIT = 32
+MIN_LIFETIME_MS = 10
+MAX_LIFETIME_MS = 60_000
+
+
+class ContentType(IntEnum):
+    BLOB = 0
+    LINK = 1
+    KEY = 2
+    NACK = 3  # application-level negative answer
+    ERROR = 4  # signed error: a function failed or refused (code + message)
+    THUNK = 5  # the name and ETA of a future result
+    MANIFEST = 6
+    AGGREGATE = 7
+
+
+class SigType(IntEnum):
+    DIGEST_SHA256 = 0
+    HMAC_SHA256 = 4
+    ED25519 = 5
+
+
+class NackReason(IntEnum):
+    """Nack reasons; a lower `severity` is less severe (NFD's ordering)."""
+
+    CONGESTION = 50
+    DUPLICATE = 100
+    NO_ROUTE = 150
+    NO_RESOURCES = 160
+    PROHIBITED = 170
+    HOP_LIMIT = 180
+    MALFORMED = 190
+    NOT_YET = 200
+
+    @property
+    def label(self) -> str:
+        return self.name.lower().replace("_", "-")
+
+    @classmethod
+    def from_label(cls, label: str) -> "NackReason":
+        return cls[label.upper().replace("-", "_")]
+
+
+# Least severe first: the reason a forwarder passes downstream when every
+# upstream Nacked is the least severe of theirs.
+NACK_SEVERITY = {
+    NackReason.CONGESTION: 0,
+    NackReason.NOT_YET: 1,
+    NackReason.NO_RESOURCES: 2,
+    NackReason.DUPLICATE: 3,
+    NackReason.NO_ROUTE: 4,
+    NackReason.HOP_LIMIT: 5,
+    NackReason.PROHIBITED: 6,
+    NackReason.MALFORMED: 7,
+}
+
+
+def new_nonce() -> int:
+    return int.from_bytes(secrets.token_bytes(4), "big")
+
+
+@dataclass(frozen=True, slots=True)
+class Interest:
+    name: Name
+    nonce: int = field(default_factory=new_nonce)
+    lifetime_ms: int = DEFAULT_LIFETIME_MS
+    hop_limit: int = DEFAULT_HOP_LIMIT
+    can_be_prefix: bool = False
+    must_be_fresh: bool = False
+    app_params: bytes | None = None
+    forwarding_hint: tuple[Name, ...] = ()
+
+    @classmethod
+    def with_params(cls, name: Name, app_params: bytes, **kw: object) -> "Interest":
+        """An Interest carrying parameters; its name gains `params-sha256=`."""
+        digest = hashlib.sha256(app_params).digest()
+        return cls(name.append_wire(params_digest(digest)), app_params=app_params, **kw)  # type: ignore[arg-type]
+
+    def params_ok(self) -> bool:
+        """Parameters (if any) match the name's last `params-sha256=` component."""
+        comps = self.name.comps
+        if self.app_params is None:
+            return not comps or comps[-1][0] != T_PARAMS
+        return bool(comps) and comps[-1] == params_digest(hashlib.sha256(self.app_params).digest())
+
+    def forwarded(self, hop_limit: int, nonce: int | None = None) -> "Interest":
+        """A copy with a new hop limit (and optionally nonce), built without
+        `dataclasses.replace` because this is on the forwarding hot path."""
+        new = object.__new__(Interest)
+        s = object.__setattr__
+        s(new, "name", self.name)
+        s(new, "nonce", self.nonce if nonce is None else nonce)
+        s(new, "lifetime_ms", self.lifetime_ms)
+        s(new, "hop_limit", hop_limit)
+        s(new, "can_be_prefix", self.can_be_prefix)
+        s(new, "must_be_fresh", self.must_be_fresh)
+        s(new, "app_params", self.app_params)
+        s(new, "forwarding_hint", self.forwarding_hint)
+        return new
+
+    def __repr__(self) -> str:
+        flags = "".join(f for f, on in (("P", self.can_be_prefix), ("F", self.must_be_fresh)) if on)
+        return f"<Interest {self.name} nonce={self.nonce:08x} {flags}>"
+
+
+@dataclass(frozen=True, slots=True)
+class Data:
+    name: Name
+    content: bytes = b""
+    content_type: int = ContentType.BLOB
+    freshness_ms: int = 0
+    final_block_id: bytes | None = None  # a wire-form name component
+    sig_type: int = SigType.DIGEST_SHA256
+    key_locator: Name | None = None
+    sig_value: bytes = b""
+    wire: bytes | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def signer(self) -> Name | None:
+        """The name of the key that signed this Data (None for digest-only)."""
+        return self.key_locator
+
+    def implicit_digest(self) -> bytes:
+        from .codec import encode
+
+        return hashlib.sha256(encode(self)).digest()
+
+    def full_name(self) -> Name:
+        """The name plus its implicit digest component."""
+        return self.name.append_wire(bytes((T_DIGEST,)) + self.implicit_digest())
+
+    def __repr__(self) -> str:
+        return f"<Data {self.name} {len(self.content)}B type={self.content_type}>"
+
+
+@dataclass(frozen=True, slots=True)
+class Nack:
+    name: Name
+    nonce: int
+    reason: NackReason
+    detail: str = ""
+
+    @classmethod
+    def for_interest(cls, interest: Interest, reason: NackReason, detail: str = "") -> "Nack":
+        return cls(interest.name, interest.nonce, reason, detail)
+
+    def __repr__(self) -> str:
+        return f"<Nack {self.name} {self.reason.label} {self.detail}>"
+
+
+Packet = Interest | Data | Nack
