@@ -3,6 +3,10 @@
 The public façade: names, packets and the codec, the error hierarchy.
 """
 
+__version__ = "0.1.0"
+
+from . import sync  # noqa: E402
+from .client import Client, connect
 from .codec import decode, encode
 from .errors import (
     DecodeError,
@@ -17,9 +21,11 @@ from .errors import (
 from .name import Component, Name
 from .packet import ContentType, Data, Interest, Nack, NackReason, SigType
 
-__version__ = "0.1.0"
 
 __all__ = [
+    "Client",
+    "connect",
+    "sync",
     "Component",
     "ContentType",
     "Data",

@@ -98,6 +98,15 @@ class ContentStore:
             return entry.data
         return None
 
+    def discard(self, comps: tuple[bytes, ...]) -> bool:
+        """Remove the Data named exactly `comps`, if stored."""
+        entry = self._lru.pop(comps, None)
+        if entry is None:
+            return False
+        self._index.remove(comps)
+        self.bytes_used -= entry.size
+        return True
+
     def erase(self, prefix: tuple[bytes, ...]) -> int:
         """Remove every Data under `prefix`; returns how many."""
         n = len(prefix)

@@ -22,8 +22,8 @@ Pipelines (read in this order):
 - Expiry: `on_interest_expiry` from the one timer heap when the last
   in-record has expired; nonces go to the dead-nonce list.
 
-`/localhost` names are accepted only from local faces and only sent to local
-faces.  Every decision that drops a packet increments a counter.
+`/localhost` names are accepted only from local faces (an Interest from any
+other face is Nacked *prohibited*) and only sent to local faces.  Every decision that drops a packet increments a counter.
 """
 
 from __future__ import annotations
@@ -126,6 +126,7 @@ class Forwarder:
         for entry in list(self.pit):
             if face in entry.in_records:
                 self.pit.remove_in_record(entry, face)
+                self._schedule_expiry(entry)
             entry.out_records.pop(face, None)
             if not entry.in_records:
                 self.pit.remove(entry)
@@ -176,6 +177,7 @@ class Forwarder:
         comps = interest.name.comps
         if comps and comps[0] == LOCALHOST and not self.faces[face].local:
             c.scope_violations += 1
+            self._nack(face, interest, NackReason.PROHIBITED, "/localhost is only for local faces")
             return
         if interest.hop_limit == 0:
             c.hop_limit_drops += 1
@@ -223,7 +225,6 @@ class Forwarder:
         if not self._add_in_record(entry, face, interest, now):
             self.pit.remove(entry)
             return
-        self.schedule(entry.expiry, lambda t, e=entry: self.on_interest_expiry(e, t))
         entry.suppress = SUPPRESS_INITIAL
         self._strategy_interest(entry, face, interest, now)
 
@@ -234,7 +235,14 @@ class Forwarder:
             self.counters.pit_full += 1
             self._nack(face, interest, NackReason.CONGESTION, str(exc))
             return False
+        self._schedule_expiry(entry)
         return True
+
+    def _schedule_expiry(self, entry: PitEntry) -> None:
+        """Make sure a timer fires at `entry.expiry`; a later one becomes stale."""
+        if entry.expiry < entry.timer_at:
+            entry.timer_at = at = entry.expiry
+            self.schedule(at, lambda t, e=entry, at=at: self.on_interest_expiry(e, at, t))
 
     def _pending_interest(self, entry: PitEntry, face: int, interest: Interest, now: float) -> None:
         """An Interest for an existing entry: aggregate, suppress or retransmit."""
@@ -309,11 +317,12 @@ class Forwarder:
             self._dnl_sweep_at = now + DNL_SWEEP_INTERVAL
             self.schedule(self._dnl_sweep_at, self._sweep_dnl)
 
-    def on_interest_expiry(self, entry: PitEntry, now: float) -> None:
-        if entry.removed:
-            return
+    def on_interest_expiry(self, entry: PitEntry, at: float, now: float) -> None:
+        if entry.removed or at != entry.timer_at:
+            return  # satisfied, or superseded by an earlier timer
         if entry.expiry > now:  # extended since scheduled
-            self.schedule(entry.expiry, lambda t, e=entry: self.on_interest_expiry(e, t))
+            entry.timer_at = float("inf")
+            self._schedule_expiry(entry)
             return
         self.counters.pit_expired += 1
         self._finish(entry, now)

@@ -8,9 +8,9 @@ Invariants:
 - entries are unique per (name, can_be_prefix, must_be_fresh);
 - an entry has at least one in-record while it is in the table (the pipeline
   removes it when the last one goes);
-- ``entry.expiry`` is never earlier than the latest in-record expiry; the
-  forwarder's timer removes the entry once ``now >= entry.expiry``, so no
-  entry outlives its last in-record;
+- ``entry.expiry`` is the latest in-record expiry (recomputed when an
+  in-record is refreshed or removed); the forwarder's timer removes the entry
+  once ``now >= entry.expiry``, so no entry outlives its last in-record;
 - at most ``max_entries`` entries in all and ``max_per_face`` in-records per
   downstream face (`insert` raises `TableFull`);
 - `_cbp` counts can_be_prefix entries and `_digest` entries whose name ends
@@ -48,6 +48,7 @@ class PitEntry:
     expiry: float = 0.0
     in_records: dict[int, InRecord] = field(default_factory=dict)
     out_records: dict[int, OutRecord] = field(default_factory=dict)
+    timer_at: float = float("inf")  # when the forwarder's authoritative expiry timer fires
     last_forwarded: float = float("-inf")
     suppress: float = 0.0
     removed: bool = False
@@ -112,16 +113,19 @@ class Pit:
                 raise TableFull(f"face {face} has {self.max_per_face} pending Interests")
             self._per_face[face] = self._per_face.get(face, 0) + 1
             entry.in_records[face] = InRecord(interest.nonce, expiry, interest)
+            if expiry > entry.expiry:
+                entry.expiry = expiry
         else:
             record.nonce = interest.nonce
             record.expiry = expiry
             record.interest = interest
-        if expiry > entry.expiry:
-            entry.expiry = expiry
+            entry.expiry = max(r.expiry for r in entry.in_records.values())
 
     def remove_in_record(self, entry: PitEntry, face: int) -> None:
         if entry.in_records.pop(face, None) is not None:
             self._release(face)
+            if entry.in_records:
+                entry.expiry = max(r.expiry for r in entry.in_records.values())
 
     def _release(self, face: int) -> None:
         left = self._per_face[face] - 1

@@ -174,8 +174,9 @@ def test_localhost_never_leaves_local_faces(fw: Forwarder) -> None:
     fw.add_route(Name("/localhost/svc"), LOCAL2, cost=10)
     out = fw.on_packet(APP, interest("/localhost/svc/a", 1), 0.0)
     assert [a.face for a in out] == [LOCAL2]
-    # from a non-local face: dropped outright
-    assert fw.on_packet(UP2, interest("/localhost/svc/b", 2), 0.0) == []
+    # from a non-local face: refused, never forwarded
+    out = fw.on_packet(UP2, interest("/localhost/svc/b", 2), 0.0)
+    assert [(a.face, a.packet.reason) for a in out] == [(UP2, NackReason.PROHIBITED)]
     assert fw.counters.scope_violations == 1
     # Data for /localhost from a non-local face is dropped too
     assert fw.on_packet(UP1, Data(Name("/localhost/svc/a"), b"x"), 0.0) == []

@@ -1,0 +1,345 @@
+"""The client library: the one door applications use to reach their node.
+
+    async with icnd.connect() as c:
+        data = await c.fetch("/demo/hello")
+        await c.publish("/demo/hello", b"hi", freshness=10.0)
+        async with c.serve("/demo/echo", handler):
+            ...
+
+A `Client` is a local face of the node (a Unix stream connection) plus a
+receive task that matches incoming Data and Nacks to pending Interests and
+hands incoming Interests to served handlers.
+
+What `fetch` verifies (``verify=True``, the default): a DigestSha256 Data
+must match its digest; an Ed25519 or HMAC Data must verify with the key its
+key locator names, taken from the client's `KeyChain` or, for Ed25519 keys
+the client does not know yet, fetched once by name from the network and
+remembered.  A fetched key is not yet checked against a trust anchor (trust
+schemas are future work): this catches corruption and mismatched keys, not a
+forger who also serves a forged key.  See docs/security.md.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Awaitable, Callable, Union
+
+import msgpack
+import trio
+
+from .codec import decode, encode
+from .config import resolve_socket_path
+from .errors import DecodeError, Error, Nacked, RemoteError, Timeout, VerificationError
+from .faces.stream import StreamFace, connect_stream
+from .name import Name, NameLike
+from .packet import ContentType, Data, Interest, Nack, NackReason, Packet, SigType
+from .security import Ed25519VerifyKey, KeyChain, SigningKey
+
+log = logging.getLogger("icnd.client")
+
+DEFAULT_TIMEOUT = 4.0
+RETX_INTERVAL = 1.0  # retransmit with a fresh nonce while the deadline allows
+
+Handler = Callable[[Interest], Union[bytes, Data, None, Awaitable[Union[bytes, Data, None]]]]
+
+
+class CommandFailed(RemoteError):
+    """A management command was refused by the node (code is HTTP-like)."""
+
+
+class _Pending:
+    __slots__ = ("interest", "event", "result")
+
+    def __init__(self, interest: Interest) -> None:
+        self.interest = interest
+        self.event = trio.Event()
+        self.result: Data | Nack | None = None
+
+
+class Client:
+    def __init__(self, face: StreamFace, nursery: trio.Nursery, *, key: SigningKey | None = None,
+                 keychain: KeyChain | None = None, socket_path: str = "") -> None:
+        self.face = face
+        self.socket_path = socket_path
+        self._nursery = nursery
+        self.keychain = keychain or KeyChain()
+        self.key = key
+        if key is not None:
+            self.keychain.add_signing_key(key)
+        self._pending: dict[tuple[bytes, ...], list[_Pending]] = {}
+        self._prefix_pending = 0
+        self._served: list[tuple[Name, Handler]] = []
+        self.closed = False
+
+    # --- plumbing --------------------------------------------------------------------
+    def _on_receive(self, face: StreamFace, wire: bytes) -> None:
+        try:
+            packet = decode(wire)
+        except DecodeError as exc:
+            log.warning("malformed packet from node: %s", exc)
+            return
+        if type(packet) is Interest:
+            self._on_interest(packet)
+        elif type(packet) is Data:
+            self._on_data(packet)
+        else:
+            self._on_nack(packet)  # type: ignore[arg-type]
+
+    def _on_data(self, data: Data) -> None:
+        comps = data.name.comps
+        waiters = self._pending.pop(comps, [])
+        if self._prefix_pending:
+            for n in range(len(comps)):
+                cands = self._pending.get(comps[:n])
+                if cands:
+                    keep = [p for p in cands if not p.interest.can_be_prefix]
+                    waiters.extend(p for p in cands if p.interest.can_be_prefix)
+                    if keep:
+                        self._pending[comps[:n]] = keep
+                    else:
+                        del self._pending[comps[:n]]
+        for p in waiters:
+            self._resolve(p, data)
+
+    def _on_nack(self, nack: Nack) -> None:
+        waiters = self._pending.get(nack.name.comps)
+        if not waiters:
+            return
+        for p in list(waiters):
+            if p.interest.nonce == nack.nonce:
+                waiters.remove(p)
+                self._resolve(p, nack)
+        if not waiters:
+            self._pending.pop(nack.name.comps, None)
+
+    def _resolve(self, p: _Pending, result: Data | Nack) -> None:
+        if p.interest.can_be_prefix:
+            self._prefix_pending -= 1
+        p.result = result
+        p.event.set()
+
+    def _add_pending(self, p: _Pending) -> None:
+        self._pending.setdefault(p.interest.name.comps, []).append(p)
+        if p.interest.can_be_prefix:
+            self._prefix_pending += 1
+
+    def _drop_pending(self, p: _Pending) -> None:
+        waiters = self._pending.get(p.interest.name.comps)
+        if waiters and p in waiters:
+            waiters.remove(p)
+            if not waiters:
+                del self._pending[p.interest.name.comps]
+            if p.interest.can_be_prefix:
+                self._prefix_pending -= 1
+
+    def send(self, packet: Packet) -> None:
+        if self.face.closed:
+            raise Error(f"connection to the node at {self.socket_path} is closed")
+        self.face.send(encode(packet))
+
+    # --- consumer ---------------------------------------------------------------------------
+    async def express(self, interest: Interest, *, timeout: float = DEFAULT_TIMEOUT,
+                      retx: float | None = RETX_INTERVAL) -> Data:
+        """Send `interest` (retransmitting with fresh nonces) until Data, a Nack, or the deadline."""
+        deadline = trio.current_time() + timeout
+        while True:
+            p = _Pending(interest)
+            self._add_pending(p)
+            try:
+                self.send(interest)
+                wait = deadline - trio.current_time()
+                if retx:
+                    wait = min(wait, retx)
+                with trio.move_on_after(max(wait, 0)):
+                    await p.event.wait()
+            finally:
+                if p.result is None:
+                    self._drop_pending(p)
+            result = p.result
+            if isinstance(result, Data):
+                return result
+            if isinstance(result, Nack):
+                detail = f" ({result.detail})" if result.detail else ""
+                raise Nacked(result.reason.label, f"{interest.name}: nacked {result.reason.label}{detail}")
+            if trio.current_time() >= deadline:
+                raise Timeout(f"no answer for {interest.name} within {timeout:g}s")
+            interest = interest.forwarded(interest.hop_limit, nonce=Interest(interest.name).nonce)
+
+    async def fetch(self, name: NameLike, *, timeout: float = DEFAULT_TIMEOUT, can_be_prefix: bool = False,
+                    must_be_fresh: bool = False, verify: bool = True, lifetime: float | None = None,
+                    app_params: bytes | None = None) -> Data:
+        """Fetch one Data by name; raises Timeout, Nacked, RemoteError or VerificationError."""
+        name = Name(name)
+        lifetime_ms = int(1000 * (lifetime if lifetime is not None else min(timeout, 60.0)))
+        if app_params is not None:
+            interest = Interest.with_params(name, app_params, lifetime_ms=lifetime_ms,
+                                            can_be_prefix=can_be_prefix, must_be_fresh=must_be_fresh)
+        else:
+            interest = Interest(name, lifetime_ms=lifetime_ms, can_be_prefix=can_be_prefix,
+                                must_be_fresh=must_be_fresh)
+        data = await self.express(interest, timeout=timeout)
+        if verify:
+            await self.verify(data, timeout=timeout)
+        if data.content_type == ContentType.ERROR:
+            raise _remote_error(data)
+        return data
+
+    async def verify(self, data: Data, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Check `data`'s signature (see the module docstring for what is checked)."""
+        chain = self.keychain
+        if not chain.can_verify(data):
+            if data.sig_type != SigType.ED25519 or data.key_locator is None:
+                raise VerificationError(f"{data.name}: signed by unknown key {data.key_locator}")
+            key_data = await self.express(Interest(data.key_locator, can_be_prefix=True), timeout=timeout)
+            if key_data.content_type != ContentType.KEY or len(key_data.content) != 32:
+                raise VerificationError(f"{data.name}: {data.key_locator} is not an Ed25519 public key")
+            chain.add_trusted(data.key_locator, Ed25519VerifyKey.from_bytes(key_data.content))
+        chain.verify(data)
+
+    # --- producer ----------------------------------------------------------------------------
+    def sign(self, data: Data) -> Data:
+        return self.keychain.sign(data, self.key)
+
+    async def publish(self, name: NameLike, content: bytes, *, freshness: float | None = None,
+                      content_type: int = ContentType.BLOB, sign_by: str = "auto") -> Data:
+        """Hand a Data to the node, which stores and serves it (persistently with --data-dir).
+
+        ``sign_by``: "client" (this client's key; digest if it has none),
+        "node" (the node's identity key) or "auto" (client key if any, else the node's)."""
+        if sign_by not in ("auto", "client", "node"):
+            raise ValueError("sign_by must be 'auto', 'client' or 'node'")
+        by_node = sign_by == "node" or (sign_by == "auto" and self.key is None)
+        freshness_ms = 3_600_000 if freshness is None else int(freshness * 1000)
+        data = Data(Name(name), bytes(content), content_type, freshness_ms)
+        if not by_node:
+            data = self.sign(data)
+        result = await self.command("repo", "publish", packets=[encode(data)], sign=by_node)
+        if result["published"] != 1:
+            raise Error(f"{name}: the node did not publish it")
+        return data
+
+    async def unpublish(self, name: NameLike) -> None:
+        await self.command("repo", "unpublish", name=Name(name).to_uri())
+
+    @asynccontextmanager
+    async def serve(self, prefix: NameLike, handler: Handler, *, cost: int = 0) -> AsyncIterator[None]:
+        """Answer Interests under `prefix` with `handler` while the block runs.
+
+        The handler returns bytes (wrapped in a Data signed by this client),
+        a Data, or None (no answer); it may be a coroutine function.  If it
+        raises, the consumer gets an error Data (`RemoteError`)."""
+        prefix = Name(prefix)
+        entry = (prefix, handler)
+        await self.command("route", "add", prefix=prefix.to_uri(), face="self", cost=cost)
+        self._served.append(entry)
+        try:
+            yield
+        finally:
+            self._served.remove(entry)
+            if not self.face.closed:
+                with trio.CancelScope(shield=True), trio.move_on_after(2):
+                    try:
+                        await self.command("route", "remove", prefix=prefix.to_uri(), face="self")
+                    except Error:
+                        pass
+
+    def _on_interest(self, interest: Interest) -> None:
+        best: tuple[Name, Handler] | None = None
+        for prefix, handler in self._served:
+            if prefix.is_prefix_of(interest.name) and (best is None or len(prefix) > len(best[0])):
+                best = (prefix, handler)
+        if best is None:
+            self.send(Nack.for_interest(interest, NackReason.NO_ROUTE, "not served by this application"))
+            return
+        self._nursery.start_soon(self._answer, best[1], interest)
+
+    async def _answer(self, handler: Handler, interest: Interest) -> None:
+        try:
+            reply = handler(interest)
+            if inspect.isawaitable(reply):
+                reply = await reply
+        except Exception as exc:
+            log.warning("handler for %s raised %s", interest.name, exc)
+            payload = msgpack.packb({"code": type(exc).__name__, "message": str(exc)})
+            reply = Data(interest.name, payload, ContentType.ERROR)
+        if reply is None:
+            return
+        if isinstance(reply, (bytes, bytearray, memoryview)):
+            reply = Data(interest.name, bytes(reply))
+        if not isinstance(reply, Data):
+            log.warning("handler for %s returned %s, not bytes/Data/None", interest.name, type(reply).__name__)
+            return
+        if not reply.sig_value:
+            reply = self.sign(reply)
+        if not self.face.closed:
+            self.send(reply)
+
+    # --- management -------------------------------------------------------------------------
+    async def command(self, module: str, verb: str, *, timeout: float = 10.0, **args: Any) -> Any:
+        """Run a management command on the node; raises CommandFailed if refused."""
+        name = Name([b"localhost", b"icnd", module.encode(), verb.encode()])
+        params = msgpack.packb(args, use_bin_type=True)
+        interest = Interest.with_params(name, params, lifetime_ms=int(timeout * 1000))
+        data = await self.express(interest, timeout=timeout, retx=None)
+        try:
+            reply = msgpack.unpackb(data.content, raw=False)
+        except Exception:
+            raise Error(f"{module} {verb}: malformed reply from the node") from None
+        if not reply.get("ok"):
+            raise CommandFailed(str(reply.get("code", 500)), reply.get("error", "command failed"))
+        return reply.get("result")
+
+    async def status(self) -> dict:
+        return await self.command("status", "get")
+
+    async def aclose(self) -> None:
+        self.closed = True
+        await self.face.aclose()
+
+
+def _remote_error(data: Data) -> RemoteError:
+    try:
+        body = msgpack.unpackb(data.content, raw=False)
+        return RemoteError(str(body.get("code", "error")), str(body.get("message", "")))
+    except Exception:
+        return RemoteError("error", data.content[:200].decode("utf-8", "replace"))
+
+
+@asynccontextmanager
+async def connect(path: str | None = None, *, key: SigningKey | None = None,
+                  keychain: KeyChain | None = None, timeout: float = 5.0) -> AsyncIterator[Client]:
+    """Connect to the local node (socket path resolved as `icnd run` does)."""
+    socket_path = resolve_socket_path(path)
+    try:
+        with trio.fail_after(timeout):
+            face = await connect_stream(f"unix://{socket_path}")
+    except (OSError, trio.TooSlowError) as exc:
+        raise Error(f"cannot connect to icnd at {socket_path}: {exc}. Is `icnd run` running?") from None
+    try:
+        async with trio.open_nursery() as nursery:
+            client = Client(face, nursery, key=key, keychain=keychain, socket_path=socket_path)
+            nursery.start_soon(face.run, client._on_receive)
+            try:
+                yield client
+            finally:
+                await client.aclose()
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        raise unwrap(group) from None
+
+
+def unwrap(group: BaseExceptionGroup) -> BaseException:
+    """The lone exception inside nested single-member groups (else the group).
+
+    The client's receive task lives in a nursery; an error raised by the
+    application's own code inside ``async with connect()`` should reach it
+    as itself (``except icnd.Timeout``), not wrapped in an ExceptionGroup."""
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+__all__ = ["Client", "CommandFailed", "connect"]

@@ -1,0 +1,187 @@
+"""Daemon configuration: TOML file, then command-line flags on top.
+
+Every key is documented in docs/configuration.md.  `load` rejects unknown
+keys and wrong types with a `ConfigError` that names the file and the key,
+so a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import os
+import socket as _socket
+import tomllib
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from .name import Name
+
+
+class ConfigError(Exception):
+    """The configuration is invalid; the message names the file and the key."""
+
+
+@dataclass
+class RouteSpec:
+    prefix: str
+    face: str  # face URI
+    cost: int = 0
+
+
+@dataclass
+class FunctionSpec:
+    target: str  # MODULE:CALLABLE
+    prefix: str  # /fn/NAME
+
+
+@dataclass
+class NodeConfig:
+    name: str = ""  # /node/NAME; default /node/<hostname>
+    socket: str = ""  # local Unix socket; default per resolve_socket_path
+    listen: list[str] = field(default_factory=list)
+    faces: list[str] = field(default_factory=list)
+    routes: list[RouteSpec] = field(default_factory=list)
+    functions: list[FunctionSpec] = field(default_factory=list)
+    data_dir: str = ""
+    log_level: str = "info"
+    log_json: bool = False
+    cs_capacity_mb: float = 64.0
+    repo_capacity_mb: float = 1024.0
+    pit_max_entries: int = 100_000
+    udp_idle_timeout_s: float = 600.0
+    default_strategy: str = "best-route"
+    strategies: dict[str, str] = field(default_factory=dict)  # prefix -> strategy
+
+    def node_name(self) -> Name:
+        text = self.name or f"/node/{_socket.gethostname().split('.')[0]}"
+        if not text.startswith("/"):
+            text = f"/node/{text}"
+        return Name(text)
+
+
+def resolve_socket_path(explicit: str | None = None) -> str:
+    """--socket, else $ICND_SOCKET, else $XDG_RUNTIME_DIR/icnd.sock, else /tmp/icnd-$UID.sock."""
+    if explicit:
+        return explicit
+    env = os.environ.get("ICND_SOCKET")
+    if env:
+        return env
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return os.path.join(runtime, "icnd.sock")
+    return f"/tmp/icnd-{os.getuid()}.sock"
+
+
+_LIST_OF_STR = ("listen", "faces")
+
+
+def load(path: str) -> NodeConfig:
+    try:
+        with open(path, "rb") as f:
+            raw = tomllib.load(f)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return from_dict(raw, origin=path)
+
+
+def from_dict(raw: dict[str, Any], origin: str = "<config>") -> NodeConfig:
+    cfg = NodeConfig()
+    known = {f.name: f for f in fields(NodeConfig)}
+    aliases = {"face": "faces", "route": "routes", "function": "functions", "strategy": "strategies"}
+    for key, value in raw.items():
+        attr = aliases.get(key, key.replace("-", "_"))
+        if attr not in known:
+            raise ConfigError(f"{origin}: unknown key {key!r}")
+        where = f"{origin}: {key}"
+        if attr in _LIST_OF_STR:
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{where}: expected a list of URI strings")
+            setattr(cfg, attr, list(value))
+        elif attr == "routes":
+            cfg.routes = [_route(v, f"{where}[{i}]") for i, v in enumerate(_table_list(value, where))]
+        elif attr == "functions":
+            cfg.functions = [_function(v, f"{where}[{i}]") for i, v in enumerate(_table_list(value, where))]
+        elif attr == "strategies":
+            if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+                raise ConfigError(f"{where}: expected a table of prefix = \"strategy\"")
+            cfg.strategies = dict(value)
+        else:
+            default = getattr(cfg, attr)
+            expected = type(default)
+            if expected is float and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)
+            if type(value) is not expected:
+                raise ConfigError(f"{where}: expected {expected.__name__}, got {type(value).__name__}")
+            setattr(cfg, attr, value)
+    validate(cfg, origin)
+    return cfg
+
+
+def _table_list(value: Any, where: str) -> list[dict]:
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise ConfigError(f"{where}: expected an array of tables ([[...]])")
+    return value
+
+
+def _route(v: dict, where: str) -> RouteSpec:
+    extra = set(v) - {"prefix", "face", "cost"}
+    if extra:
+        raise ConfigError(f"{where}: unknown key(s) {sorted(extra)}")
+    if not isinstance(v.get("prefix"), str) or not isinstance(v.get("face"), str):
+        raise ConfigError(f"{where}: needs prefix and face strings")
+    cost = v.get("cost", 0)
+    if type(cost) is not int or cost < 0:
+        raise ConfigError(f"{where}: cost must be a non-negative integer")
+    return RouteSpec(v["prefix"], v["face"], cost)
+
+
+def _function(v: dict, where: str) -> FunctionSpec:
+    if not isinstance(v.get("target"), str) or not isinstance(v.get("prefix"), str):
+        raise ConfigError(f"{where}: needs target (MODULE:CALLABLE) and prefix (/fn/NAME) strings")
+    return FunctionSpec(v["target"], v["prefix"])
+
+
+def parse_route_flag(text: str) -> RouteSpec:
+    """--route PREFIX=URI[,cost]"""
+    prefix, sep, rest = text.partition("=")
+    if not sep or not prefix.startswith("/") or not rest:
+        raise ConfigError(f"--route {text!r}: expected PREFIX=URI[,cost]")
+    uri, _, cost = rest.partition(",")
+    try:
+        cost_value = int(cost) if cost else 0
+    except ValueError:
+        raise ConfigError(f"--route {text!r}: cost must be an integer") from None
+    if cost_value < 0:
+        raise ConfigError(f"--route {text!r}: cost must be >= 0")
+    return RouteSpec(prefix, uri, cost_value)
+
+
+def parse_function_flag(text: str) -> FunctionSpec:
+    """--function MODULE:CALLABLE=/fn/NAME"""
+    target, sep, prefix = text.partition("=")
+    if not sep or ":" not in target or not prefix.startswith("/"):
+        raise ConfigError(f"--function {text!r}: expected MODULE:CALLABLE=/fn/NAME")
+    return FunctionSpec(target, prefix)
+
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def validate(cfg: NodeConfig, origin: str = "<config>") -> None:
+    try:
+        cfg.node_name()
+    except ValueError as exc:
+        raise ConfigError(f"{origin}: name: {exc}") from None
+    for r in cfg.routes:
+        try:
+            Name(r.prefix)
+        except ValueError as exc:
+            raise ConfigError(f"{origin}: route prefix {r.prefix!r}: {exc}") from None
+    if cfg.log_level.lower() not in LOG_LEVELS:
+        raise ConfigError(f"{origin}: log_level must be one of {', '.join(LOG_LEVELS)}")
+    for key in ("cs_capacity_mb", "repo_capacity_mb", "udp_idle_timeout_s"):
+        if getattr(cfg, key) <= 0:
+            raise ConfigError(f"{origin}: {key} must be > 0")
+    if cfg.pit_max_entries <= 0:
+        raise ConfigError(f"{origin}: pit_max_entries must be > 0")

@@ -1,0 +1,416 @@
+"""TCP and Unix stream faces: each packet is framed as a 4-byte big-endian length, then the packet.
+
+Reading: one receive buffer per face; after each readability wakeup the reader
+``recv_into``s large chunks until the socket would block (or a per-wakeup
+budget is spent, so one busy face cannot starve the others) and delivers every
+complete frame.  A frame is copied out of the buffer exactly once (into the
+``bytes`` handed to ``on_receive``); the buffer is compacted only when its
+free tail gets short, and then only the partial frame moves, so the cost stays
+linear.  It grows to hold a large frame and shrinks back when it runs empty.
+A length above `icnd.codec.MAX_PACKET_SIZE` is a framing error: the stream
+cannot be resynchronised, so the face counts it and closes.
+
+Writing: `StreamFace.send` writes straight to the socket when nothing is
+queued (header and payload in one ``sendmsg``, no concatenation of large
+packets) and queues whatever the kernel did not take.  The queue is a deque of
+``bytes``/``memoryview`` bounded in bytes; the writer task drains it with
+scatter-gather ``sendmsg`` calls on writability.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import os
+import socket
+import stat
+import struct
+from collections import deque
+
+import trio
+
+from ..codec import MAX_PACKET_SIZE
+from .base import Face, Listener, OnNewFace, OnReceive, close_socket
+from .uri import FaceUri, format_inet_uri, parse_face_uri
+
+DEFAULT_MAX_SEND_QUEUE = 16 * 1024 * 1024
+RECV_CHUNK = 256 * 1024  # default receive buffer; reads are at least MIN_READ long
+MIN_READ = 64 * 1024
+READS_PER_WAKEUP = 64  # then wait for readability again, letting other tasks run
+SMALL_PACKET = 16 * 1024  # below this, header + payload are concatenated (cheaper than an iovec)
+
+_HEADER = struct.Struct(">I")
+_IOV_MAX = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024, 1024)
+_TRANSIENT_ACCEPT_ERRORS = {errno.ECONNABORTED, errno.EPROTO, errno.EPERM, errno.EINTR}
+_RESOURCE_ACCEPT_ERRORS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+
+
+class StreamFace(Face):
+    """A face over a connected, non-blocking ``SOCK_STREAM`` socket (TCP or Unix)."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        *,
+        remote_uri: str,
+        local_uri: str,
+        local: bool,
+        persistent: bool,
+        max_send_queue: int = DEFAULT_MAX_SEND_QUEUE,
+    ) -> None:
+        super().__init__(remote_uri=remote_uri, local_uri=local_uri, local=local, persistent=persistent)
+        sock.setblocking(False)
+        self._sock = sock
+        self._queue: deque[bytes | memoryview] = deque()
+        self._queued_bytes = 0
+        self.max_send_queue = max_send_queue
+        self._wake_writer = trio.Event()
+        self._running = False
+
+    @property
+    def send_queue_bytes(self) -> int:
+        """Bytes accepted by `send` but not yet taken by the kernel."""
+        return self._queued_bytes
+
+    def send(self, wire: bytes) -> None:
+        counters = self.counters
+        n = len(wire)
+        if self.closed or n > MAX_PACKET_SIZE:
+            counters.send_drops += 1
+            return
+        header = _HEADER.pack(n)
+        if self._queue:
+            if self._queued_bytes + 4 + n > self.max_send_queue:
+                counters.send_drops += 1
+                return
+            if n <= SMALL_PACKET:
+                self._queue.append(header + wire)
+            else:
+                self._queue.append(header)
+                self._queue.append(wire)
+            self._queued_bytes += 4 + n
+        else:
+            try:
+                if n <= SMALL_PACKET:
+                    sent = self._sock.send(header + wire)
+                else:
+                    sent = self._sock.sendmsg((header, wire))
+            except BlockingIOError:
+                sent = 0
+            except OSError as exc:
+                counters.send_drops += 1
+                self._close_now(_describe(exc))
+                return
+            if sent < 4 + n:
+                if sent < 4:
+                    self._queue.append(memoryview(header)[sent:])
+                    self._queue.append(wire)
+                else:
+                    self._queue.append(memoryview(wire)[sent - 4 :])
+                self._queued_bytes += 4 + n - sent
+                self._wake_writer.set()
+        counters.out_packets += 1
+        counters.out_bytes += n
+
+    async def run(self, on_receive: OnReceive) -> None:
+        if self._running:
+            raise RuntimeError(f"{self!r} is already running")
+        self._running = True
+        if self.closed:
+            return
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._write_loop)
+                await self._read_loop(on_receive)
+                self._close_now(self.close_reason or "closed")
+                nursery.cancel_scope.cancel()
+        finally:
+            self._close_now(self.close_reason or "run() ended")
+
+    async def aclose(self) -> None:
+        self._close_now("closed locally")
+        await trio.lowlevel.checkpoint()
+
+    def _close_now(self, reason: str) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.close_reason = reason
+        self._queue.clear()
+        self._queued_bytes = 0
+        self._wake_writer.set()
+        close_socket(self._sock)
+
+    async def _write_loop(self) -> None:
+        sock = self._sock
+        while not self.closed:
+            if not self._queue:
+                await self._wake_writer.wait()
+                self._wake_writer = trio.Event()
+                continue
+            try:
+                await trio.lowlevel.wait_writable(sock)
+            except trio.ClosedResourceError:
+                return
+            self._flush()
+
+    def _flush(self) -> None:
+        """Write queued bytes until the queue is empty or the socket would block."""
+        queue = self._queue
+        while queue:
+            try:
+                sent = self._sock.sendmsg(list(itertools.islice(queue, _IOV_MAX)))
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                self._close_now(_describe(exc))
+                return
+            self._queued_bytes -= sent
+            while sent:
+                head_len = len(queue[0])
+                if sent >= head_len:
+                    queue.popleft()
+                    sent -= head_len
+                else:
+                    queue[0] = memoryview(queue[0])[sent:]
+                    sent = 0
+
+    async def _read_loop(self, on_receive: OnReceive) -> None:
+        sock = self._sock
+        counters = self.counters
+        unpack_from = _HEADER.unpack_from
+        buf = bytearray(RECV_CHUNK)
+        view = memoryview(buf)
+        start = end = 0  # buf[start:end] holds received, not yet delivered bytes
+        need = 4  # bytes needed at buf[start:] before the next frame can be parsed
+        while True:
+            try:
+                await trio.lowlevel.wait_readable(sock)
+            except trio.ClosedResourceError:
+                return
+            for _ in range(READS_PER_WAKEUP):
+                if len(buf) - end < MIN_READ or start + need > len(buf):
+                    # Make room: move the partial frame to the front, growing if it cannot fit.
+                    pending = end - start
+                    if need + MIN_READ > len(buf):
+                        new = bytearray(need + RECV_CHUNK)
+                        new[:pending] = view[start:end]
+                        view.release()
+                        buf, view = new, memoryview(new)
+                    elif start:
+                        view[:pending] = view[start:end]
+                    start, end = 0, pending
+                try:
+                    got = sock.recv_into(view[end:])
+                except BlockingIOError:
+                    break
+                except OSError as exc:
+                    self._close_now(_describe(exc))
+                    return
+                if not got:
+                    self._close_now("peer closed")
+                    return
+                end += got
+                while end - start >= need:
+                    length = unpack_from(buf, start)[0]
+                    if length > MAX_PACKET_SIZE:
+                        counters.framing_errors += 1
+                        self._close_now(f"framing error: frame length {length} exceeds {MAX_PACKET_SIZE}")
+                        return
+                    frame_end = start + 4 + length
+                    if frame_end > end:
+                        need = 4 + length
+                        break
+                    packet = bytes(view[start + 4 : frame_end])
+                    start = frame_end
+                    need = 4
+                    counters.in_packets += 1
+                    counters.in_bytes += length
+                    on_receive(self, packet)
+                    if self.closed:
+                        return
+                if start == end:
+                    start = end = 0
+            if start == end and len(buf) > RECV_CHUNK:
+                view.release()
+                buf = bytearray(RECV_CHUNK)
+                view = memoryview(buf)
+
+
+class StreamListener(Listener):
+    """Accepts TCP or Unix stream connections; each becomes an on-demand `StreamFace`."""
+
+    def __init__(self, sock: socket.socket, uri: FaceUri, on_new_face: OnNewFace) -> None:
+        sock.setblocking(False)
+        self._sock = sock
+        self._on_new_face = on_new_face
+        self._unix_path = uri.path if uri.scheme == "unix" else None
+        self._scheme = uri.scheme
+        if self._unix_path is None:
+            host, port = sock.getsockname()[:2]
+            self.local_address: tuple[str, int] | str = (host, port)
+            self.local_uri = format_inet_uri("tcp", host, port)
+        else:
+            self.local_address = self._unix_path
+            self.local_uri = f"unix://{self._unix_path}"
+        self.closed = False
+
+    async def run(self) -> None:
+        """Accept connections until `aclose`; hand each new face to ``on_new_face``."""
+        sock = self._sock
+        while not self.closed:
+            try:
+                await trio.lowlevel.wait_readable(sock)
+            except trio.ClosedResourceError:
+                return
+            while True:
+                try:
+                    conn, addr = sock.accept()
+                except BlockingIOError:
+                    break
+                except OSError as exc:
+                    if self.closed:
+                        return
+                    if exc.errno in _RESOURCE_ACCEPT_ERRORS:
+                        await trio.sleep(0.1)  # out of descriptors or memory: let faces close first
+                        break
+                    if exc.errno in _TRANSIENT_ACCEPT_ERRORS:
+                        continue
+                    raise
+                self._on_new_face(self._make_face(conn, addr))
+
+    def _make_face(self, conn: socket.socket, addr: object) -> StreamFace:
+        if self._unix_path is None:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            host, port = addr[:2]  # type: ignore[index]
+            remote = format_inet_uri("tcp", host, port)
+            local = False
+        else:
+            remote = f"fd://{conn.fileno()}"
+            local = True
+        return StreamFace(conn, remote_uri=remote, local_uri=self.local_uri, local=local, persistent=False)
+
+    async def aclose(self) -> None:
+        if not self.closed:
+            self.closed = True
+            close_socket(self._sock)
+            if self._unix_path is not None:
+                try:
+                    os.unlink(self._unix_path)
+                except FileNotFoundError:
+                    pass
+        await trio.lowlevel.checkpoint()
+
+
+async def open_stream_listener(uri: str | FaceUri, *, on_new_face: OnNewFace, backlog: int = 128) -> StreamListener:
+    """Listen on ``tcp://HOST:PORT`` (port 0: ephemeral) or ``unix:///path``.
+
+    A Unix socket file left behind by a dead process is replaced; one with a
+    live listener behind it, or any non-socket file, raises `OSError`.
+    """
+    parsed = parse_face_uri(uri) if isinstance(uri, str) else uri
+    if parsed.scheme == "unix":
+        _remove_stale_unix_socket(parsed.path)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(parsed.path)
+            sock.listen(backlog)
+        except BaseException:
+            sock.close()
+            raise
+        return StreamListener(sock, parsed, on_new_face)
+    if parsed.scheme != "tcp":
+        raise ValueError(f"not a stream URI: {parsed}")
+    infos = await trio.socket.getaddrinfo(
+        parsed.host or None, parsed.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )
+    family, type_, proto, _, sockaddr = infos[0]
+    sock = socket.socket(family, type_, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind(sockaddr)
+        sock.listen(backlog)
+    except BaseException:
+        sock.close()
+        raise
+    return StreamListener(sock, parsed, on_new_face)
+
+
+def _remove_stale_unix_socket(path: str) -> None:
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise OSError(errno.EEXIST, f"{path} exists and is not a socket; refusing to replace it")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.setblocking(False)
+    try:
+        err = probe.connect_ex(path)
+    finally:
+        probe.close()
+    if err == errno.ECONNREFUSED:
+        os.unlink(path)  # nobody listens: a leftover of a dead process
+    elif err in (0, errno.EAGAIN, errno.EINPROGRESS):
+        raise OSError(errno.EADDRINUSE, f"{path} is in use by a running listener")
+    else:
+        raise OSError(err, f"cannot probe {path}: {os.strerror(err)}")
+
+
+async def connect_stream(uri: str | FaceUri, *, max_send_queue: int = DEFAULT_MAX_SEND_QUEUE) -> StreamFace:
+    """Connect to ``tcp://HOST:PORT`` or ``unix:///path``; the face is persistent."""
+    parsed = parse_face_uri(uri) if isinstance(uri, str) else uri
+    if parsed.scheme == "unix":
+        sock = await _connect(socket.AF_UNIX, socket.SOCK_STREAM, 0, parsed.path)
+        return StreamFace(
+            sock,
+            remote_uri=str(parsed),
+            local_uri=f"fd://{sock.fileno()}",
+            local=True,
+            persistent=True,
+            max_send_queue=max_send_queue,
+        )
+    if parsed.scheme != "tcp":
+        raise ValueError(f"not a stream URI: {parsed}")
+    infos = await trio.socket.getaddrinfo(parsed.host, parsed.port, type=socket.SOCK_STREAM)
+    errors: list[str] = []
+    for family, type_, proto, _, sockaddr in infos:
+        try:
+            sock = await _connect(family, type_, proto, sockaddr)
+        except OSError as exc:
+            errors.append(f"{sockaddr[0]}: {_describe(exc)}")
+            continue
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        host, port = sock.getsockname()[:2]
+        return StreamFace(
+            sock,
+            remote_uri=format_inet_uri("tcp", sockaddr[0], sockaddr[1]),
+            local_uri=format_inet_uri("tcp", host, port),
+            local=False,
+            persistent=True,
+            max_send_queue=max_send_queue,
+        )
+    raise OSError(errno.ECONNREFUSED, f"cannot connect to {parsed}: {'; '.join(errors) or 'no address'}")
+
+
+async def _connect(family: int, type_: int, proto: int, address: object) -> socket.socket:
+    sock = socket.socket(family, type_, proto)
+    try:
+        sock.setblocking(False)
+        err = sock.connect_ex(address)
+        if err == errno.EINPROGRESS:
+            await trio.lowlevel.wait_writable(sock)
+            err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if err:
+            raise OSError(err, f"connect to {address}: {os.strerror(err)}")
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _describe(exc: OSError) -> str:
+    name = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+    return f"{name}: {exc.strerror or exc}"

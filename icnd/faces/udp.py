@@ -1,0 +1,336 @@
+"""UDP faces: one datagram carries one packet; no framing.
+
+A `UdpListener` owns one socket.  Its receive loop demultiplexes datagrams by
+source address into `UdpFace` objects, one per remote address: a datagram from
+an unknown address creates an on-demand face, reported through
+``on_new_face(face)`` before its first packet is delivered.  `face_to` makes a
+persistent face toward a given address (or promotes the existing one).
+
+The faces share the listener's socket, so the listener also owns the one
+writer task and the one send queue (FIFO over all its faces, with a bound per
+face).  A `UdpFace`'s ``run`` therefore only delivers packets handed to it by
+the listener and waits until the face closes; packets that arrive before
+``run`` starts are held (bounded) and delivered first.  Closing a face only
+forgets the address: a later datagram from it creates a fresh on-demand face.
+Closing the listener closes all its faces.
+
+`connect_udp` makes a standalone face on its own ephemeral socket (a private
+listener that accepts no other peers); that face runs its listener inside its
+own ``run``.
+
+ICMP errors (port unreachable and the like) reported on the shared socket are
+ignored: they say nothing reliable about which face they concern and must not
+kill the listener.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+from collections import deque
+
+import trio
+
+from .base import Face, Listener, OnNewFace, OnReceive, close_socket
+from .uri import FaceUri, format_inet_uri, parse_face_uri
+
+MAX_DATAGRAM = 65507  # largest UDP payload over IPv4
+RECV_SIZE = 65536
+DEFAULT_MAX_SEND_QUEUE = 1024  # datagrams per face
+MAX_HELD = 1024  # datagrams held for a face whose run() has not started yet
+DATAGRAMS_PER_WAKEUP = 256
+SOCKET_BUFFER = 1024 * 1024
+
+_ICMP_ERRORS = {
+    errno.ECONNREFUSED,
+    errno.ECONNRESET,
+    errno.EHOSTUNREACH,
+    errno.ENETUNREACH,
+    errno.EHOSTDOWN,
+    errno.ENETDOWN,
+    errno.EMSGSIZE,
+}
+
+
+class UdpFace(Face):
+    """One remote address on a `UdpListener`'s socket."""
+
+    def __init__(self, listener: UdpListener, address: tuple, *, persistent: bool) -> None:
+        super().__init__(
+            remote_uri=_address_uri(address), local_uri=listener.local_uri, local=False, persistent=persistent
+        )
+        self.address = address  # socket address as recvfrom reports it
+        self.max_send_queue = DEFAULT_MAX_SEND_QUEUE
+        self._listener = listener
+        self._queued = 0
+        self._on_receive: OnReceive | None = None
+        self._held: deque[bytes] = deque()
+        self._closed_event = trio.Event()
+        self._running = False
+        self._owned_listener: UdpListener | None = None
+
+    def send(self, wire: bytes) -> None:
+        counters = self.counters
+        if self.closed or len(wire) > MAX_DATAGRAM:
+            counters.send_drops += 1
+            return
+        listener = self._listener
+        if not listener._queue:
+            try:
+                listener._sock.sendto(wire, self.address)
+            except BlockingIOError:
+                pass
+            except OSError:
+                counters.send_drops += 1
+                return
+            else:
+                counters.out_packets += 1
+                counters.out_bytes += len(wire)
+                return
+        if self._queued >= self.max_send_queue:
+            counters.send_drops += 1
+            return
+        self._queued += 1
+        listener._enqueue(self, wire)
+        counters.out_packets += 1
+        counters.out_bytes += len(wire)
+
+    def _deliver(self, data: bytes) -> None:
+        counters = self.counters
+        on_receive = self._on_receive
+        if on_receive is not None:
+            counters.in_packets += 1
+            counters.in_bytes += len(data)
+            on_receive(self, data)
+        elif len(self._held) < MAX_HELD:
+            counters.in_packets += 1
+            counters.in_bytes += len(data)
+            self._held.append(data)
+        else:
+            counters.recv_drops += 1
+
+    async def run(self, on_receive: OnReceive) -> None:
+        if self._running:
+            raise RuntimeError(f"{self!r} is already running")
+        self._running = True
+        try:
+            held = self._held
+            while held and not self.closed:
+                on_receive(self, held.popleft())
+            if self.closed:
+                return
+            self._on_receive = on_receive
+            if self._owned_listener is None:
+                await self._closed_event.wait()
+            else:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._owned_listener.run)
+                    await self._closed_event.wait()
+                    nursery.cancel_scope.cancel()
+        finally:
+            self._on_receive = None
+            self._close_now(self.close_reason or "run() ended")
+
+    async def aclose(self) -> None:
+        self._close_now("closed locally")
+        await trio.lowlevel.checkpoint()
+
+    def _close_now(self, reason: str) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.close_reason = reason
+        self._held.clear()
+        self._closed_event.set()
+        listener = self._listener
+        if listener._faces.get(self.address) is self:
+            del listener._faces[self.address]
+        if self._owned_listener is not None:
+            self._owned_listener._close_now()
+
+
+class UdpListener(Listener):
+    """A bound UDP socket and the faces of the peers it talks to."""
+
+    def __init__(self, sock: socket.socket, *, on_new_face: OnNewFace | None) -> None:
+        sock.setblocking(False)
+        self._sock = sock
+        self._on_new_face = on_new_face
+        self._faces: dict[tuple, UdpFace] = {}
+        self._queue: deque[tuple[UdpFace, bytes]] = deque()
+        self._wake_writer = trio.Event()
+        self._running = False
+        host, port = sock.getsockname()[:2]
+        self.local_address: tuple[str, int] = (host, port)
+        self.local_uri = format_inet_uri("udp", host, port)
+        self.closed = False
+
+    @property
+    def faces(self) -> list[UdpFace]:
+        """The open faces on this listener (a snapshot)."""
+        return list(self._faces.values())
+
+    async def face_to(self, host: str, port: int) -> UdpFace:
+        """The persistent face toward ``host:port`` (an existing face is promoted to persistent)."""
+        if self.closed:
+            raise trio.ClosedResourceError(f"{self!r} is closed")
+        family = self._sock.family
+        flags = socket.AI_V4MAPPED if family == socket.AF_INET6 else 0
+        try:
+            infos = await trio.socket.getaddrinfo(host, port, family=family, type=socket.SOCK_DGRAM, flags=flags)
+        except socket.gaierror as exc:
+            raise OSError(f"cannot reach udp host {host!r} from {self.local_uri}: {exc.strerror}") from exc
+        address = infos[0][4]
+        face = self._faces.get(address)
+        if face is None:
+            face = UdpFace(self, address, persistent=True)
+            self._faces[address] = face
+        face.persistent = True
+        return face
+
+    async def run(self) -> None:
+        """Receive and demultiplex datagrams, and drain the send queue, until `aclose`."""
+        if self._running:
+            raise RuntimeError(f"{self!r} is already running")
+        self._running = True
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._write_loop)
+                await self._read_loop()
+                nursery.cancel_scope.cancel()
+        finally:
+            self._close_now()
+
+    async def aclose(self) -> None:
+        self._close_now()
+        await trio.lowlevel.checkpoint()
+
+    def _close_now(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        close_socket(self._sock)
+        self._queue.clear()
+        self._wake_writer.set()
+        for face in list(self._faces.values()):
+            face._close_now("listener closed")
+
+    def _enqueue(self, face: UdpFace, wire: bytes) -> None:
+        self._queue.append((face, wire))
+        self._wake_writer.set()
+
+    def _new_face(self, address: tuple) -> UdpFace | None:
+        if self._on_new_face is None:
+            return None  # a standalone face's socket talks to its one peer only
+        face = UdpFace(self, address, persistent=False)
+        self._faces[address] = face
+        self._on_new_face(face)
+        return None if face.closed else face
+
+    async def _read_loop(self) -> None:
+        sock = self._sock
+        recvfrom = sock.recvfrom
+        faces = self._faces
+        while True:
+            try:
+                await trio.lowlevel.wait_readable(sock)
+            except trio.ClosedResourceError:
+                return
+            for _ in range(DATAGRAMS_PER_WAKEUP):
+                try:
+                    data, address = recvfrom(RECV_SIZE)
+                except BlockingIOError:
+                    break
+                except OSError as exc:
+                    if self.closed:
+                        return
+                    if exc.errno in _ICMP_ERRORS:
+                        continue
+                    raise
+                face = faces.get(address)
+                if face is None:
+                    face = self._new_face(address)
+                    if face is None:
+                        continue
+                face._deliver(data)
+                if self.closed:
+                    return
+
+    async def _write_loop(self) -> None:
+        sock = self._sock
+        while not self.closed:
+            if not self._queue:
+                await self._wake_writer.wait()
+                self._wake_writer = trio.Event()
+                continue
+            try:
+                await trio.lowlevel.wait_writable(sock)
+            except trio.ClosedResourceError:
+                return
+            self._flush()
+
+    def _flush(self) -> None:
+        queue = self._queue
+        sendto = self._sock.sendto
+        while queue:
+            face, wire = queue[0]
+            if not face.closed:
+                try:
+                    sendto(wire, face.address)
+                except BlockingIOError:
+                    return
+                except OSError:
+                    face.counters.send_drops += 1
+            face._queued -= 1
+            queue.popleft()
+
+
+async def open_udp_listener(host: str, port: int, *, on_new_face: OnNewFace | None) -> UdpListener:
+    """Bind a UDP socket on ``host:port`` (port 0: ephemeral; ``"::"``: dual-stack).
+
+    ``on_new_face=None`` refuses on-demand faces: datagrams from addresses
+    without a face (see `UdpListener.face_to`) are dropped.
+    """
+    try:
+        infos = await trio.socket.getaddrinfo(host or None, port, type=socket.SOCK_DGRAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise OSError(f"cannot listen on udp host {host!r}: {exc.strerror}") from exc
+    family, type_, proto, _, sockaddr = infos[0]
+    sock = socket.socket(family, type_, proto)
+    try:
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        for option in (socket.SO_RCVBUF, socket.SO_SNDBUF):
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, option, SOCKET_BUFFER)
+            except OSError:
+                pass  # keep the system default
+        sock.bind(sockaddr)
+    except BaseException:
+        sock.close()
+        raise
+    return UdpListener(sock, on_new_face=on_new_face)
+
+
+async def connect_udp(uri: str | FaceUri) -> UdpFace:
+    """A persistent face to ``udp://HOST:PORT`` on its own ephemeral socket."""
+    parsed = parse_face_uri(uri) if isinstance(uri, str) else uri
+    if parsed.scheme != "udp":
+        raise ValueError(f"not a udp URI: {parsed}")
+    infos = await trio.socket.getaddrinfo(parsed.host, parsed.port, type=socket.SOCK_DGRAM)
+    wildcard = "::" if infos[0][0] == socket.AF_INET6 else "0.0.0.0"
+    listener = await open_udp_listener(wildcard, 0, on_new_face=None)
+    try:
+        face = await listener.face_to(infos[0][4][0], parsed.port)
+    except BaseException:
+        await listener.aclose()
+        raise
+    face._owned_listener = listener
+    return face
+
+
+def _address_uri(address: tuple) -> str:
+    host = address[0]
+    if host.startswith("::ffff:") and "." in host:
+        host = host[7:]  # an IPv4 peer on a dual-stack socket
+    return format_inet_uri("udp", host, address[1])

@@ -1,0 +1,277 @@
+"""Management: nfdc-like commands over the local socket.
+
+A command is an Interest ``/localhost/icnd/<module>/<verb>/params-sha256=…``
+whose application parameters are a msgpack map of arguments.  The answer is
+a Data with the same name whose content is a msgpack map:
+``{"ok": true, "result": …}`` or ``{"ok": false, "code": N, "error": "…"}``
+(codes follow HTTP: 400 bad arguments, 404 no such thing, 409 conflict,
+500 internal).  The node intercepts these Interests before the forwarder and
+only from local faces; from any other face the forwarder refuses /localhost
+with Nack *prohibited*.  The full command list is in docs/management.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+import msgpack
+import trio
+
+from .codec import decode, encode
+from .core.fib import TableFull
+from .errors import DecodeError
+from .faces import Face
+from .name import T_RNP, Name
+from .packet import Data, Interest
+from .security import DigestKey
+
+if TYPE_CHECKING:
+    from .node import Node
+
+log = logging.getLogger("icnd.mgmt")
+
+MAX_LIST = 10_000
+
+
+class CommandError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+Handler = Callable[[Face, dict[str, Any]], Awaitable[Any]]
+
+
+def _arg(args: dict[str, Any], key: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
+    if key not in args:
+        if default is ...:
+            raise CommandError(400, f"missing argument {key!r}")
+        return default
+    value = args[key]
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is int:
+        raise CommandError(400, f"argument {key!r} has the wrong type")
+    return value
+
+
+def _name(text: str, what: str = "prefix") -> Name:
+    try:
+        return Name(text)
+    except ValueError as exc:
+        raise CommandError(400, f"bad {what} {text!r}: {exc}") from None
+
+
+class Management:
+    def __init__(self, node: "Node") -> None:
+        self.node = node
+        self._digest = DigestKey()
+        self.handlers: dict[tuple[str, str], Handler] = {
+            ("status", "get"): self.status,
+            ("face", "list"): self.face_list,
+            ("face", "create"): self.face_create,
+            ("face", "destroy"): self.face_destroy,
+            ("route", "list"): self.route_list,
+            ("route", "add"): self.route_add,
+            ("route", "remove"): self.route_remove,
+            ("cs", "list"): self.cs_list,
+            ("cs", "erase"): self.cs_erase,
+            ("strategy", "list"): self.strategy_list,
+            ("strategy", "set"): self.strategy_set,
+            ("strategy", "unset"): self.strategy_unset,
+            ("repo", "publish"): self.repo_publish,
+            ("repo", "unpublish"): self.repo_unpublish,
+        }
+
+    async def handle(self, face: Face, interest: Interest) -> None:
+        comps = interest.name.comps
+        verb = tuple(c[1:].decode("utf-8", "replace") for c in comps[2:4])
+        try:
+            handler = self.handlers.get(verb)  # type: ignore[arg-type]
+            if handler is None:
+                raise CommandError(404, f"unknown command {'/'.join(verb)!r}")
+            args: Any = {}
+            if interest.app_params:
+                try:
+                    args = msgpack.unpackb(interest.app_params, raw=False, strict_map_key=False)
+                except Exception:
+                    raise CommandError(400, "command parameters are not a msgpack map") from None
+            if not isinstance(args, dict):
+                raise CommandError(400, "command parameters are not a msgpack map")
+            reply: dict[str, Any] = {"ok": True, "result": await handler(face, args)}
+        except CommandError as exc:
+            reply = {"ok": False, "code": exc.code, "error": str(exc)}
+        except Exception as exc:  # a bug must not kill the node; the caller learns of it
+            log.exception("management command %s failed", "/".join(verb))
+            reply = {"ok": False, "code": 500, "error": f"internal error: {exc.__class__.__name__}: {exc}"}
+        data = self._digest.sign(Data(interest.name, msgpack.packb(reply, use_bin_type=True)))
+        face.send(encode(data))
+
+    # --- commands ---------------------------------------------------------------
+    async def status(self, face: Face, args: dict) -> Any:
+        return self.node.status()
+
+    def _face_info(self, face: Face) -> dict:
+        return {
+            "id": face.id,
+            "remote_uri": face.remote_uri,
+            "local_uri": face.local_uri,
+            "local": face.local,
+            "persistent": face.persistent,
+            "counters": face.counters.as_dict(),
+        }
+
+    async def face_list(self, face: Face, args: dict) -> Any:
+        return [self._face_info(f) for f in sorted(self.node.faces.values(), key=lambda f: f.id)]
+
+    async def face_create(self, face: Face, args: dict) -> Any:
+        uri = _arg(args, "uri", str)
+        try:
+            with trio.fail_after(10):
+                created = await self.node.face_for_uri(uri)
+        except ValueError as exc:
+            raise CommandError(400, str(exc)) from None
+        except (OSError, trio.TooSlowError) as exc:
+            raise CommandError(409, f"cannot create face {uri}: {exc}") from None
+        return self._face_info(created)
+
+    async def face_destroy(self, face: Face, args: dict) -> Any:
+        face_id = _arg(args, "id", int)
+        if not await self.node.destroy_face(face_id):
+            raise CommandError(404, f"no face {face_id}")
+        return {"id": face_id}
+
+    async def _resolve_face(self, requester: Face, spec: Any) -> Face:
+        if spec == "self":
+            return requester
+        if isinstance(spec, int) and not isinstance(spec, bool):
+            found = self.node.faces.get(spec)
+            if found is None:
+                raise CommandError(404, f"no face {spec}")
+            return found
+        if isinstance(spec, str):
+            if spec.isdigit():
+                return await self._resolve_face(requester, int(spec))
+            try:
+                with trio.fail_after(10):
+                    return await self.node.face_for_uri(spec)
+            except ValueError as exc:
+                raise CommandError(400, str(exc)) from None
+            except (OSError, trio.TooSlowError) as exc:
+                raise CommandError(409, f"cannot create face {spec}: {exc}") from None
+        raise CommandError(400, "face must be an id, a URI or 'self'")
+
+    async def route_list(self, face: Face, args: dict) -> Any:
+        faces = self.node.faces
+        out = []
+        for entry in sorted(self.node.fw.fib, key=lambda e: e.prefix):
+            out.append({
+                "prefix": entry.prefix.to_uri(),
+                "nexthops": [
+                    {"face": f, "cost": c, "uri": faces[f].remote_uri if f in faces else "internal://"}
+                    for f, c in entry.nexthops
+                ],
+            })
+        return out
+
+    async def route_add(self, face: Face, args: dict) -> Any:
+        prefix = _name(_arg(args, "prefix", str))
+        if any(c[0] == T_RNP for c in prefix.comps):
+            raise CommandError(400, f"{prefix}: a route may not contain an rnp= component")
+        cost = _arg(args, "cost", int, 0)
+        if cost < 0:
+            raise CommandError(400, "cost must be >= 0")
+        target = await self._resolve_face(face, _arg(args, "face", (int, str)))
+        try:
+            self.node.fw.add_route(prefix, target.id, cost)
+        except TableFull as exc:
+            raise CommandError(409, str(exc)) from None
+        return {"prefix": prefix.to_uri(), "face": target.id, "cost": cost}
+
+    async def route_remove(self, face: Face, args: dict) -> Any:
+        prefix = _name(_arg(args, "prefix", str))
+        spec = _arg(args, "face", (int, str))
+        if spec == "self":
+            target_id = face.id
+        elif isinstance(spec, int) or spec.isdigit():
+            target_id = int(spec)
+        else:
+            found = self.node.find_face(spec)
+            if found is None:
+                raise CommandError(404, f"no face {spec}")
+            target_id = found.id
+        if not self.node.fw.fib.remove(prefix, target_id):
+            raise CommandError(404, f"no route {prefix} via face {target_id}")
+        return {"prefix": prefix.to_uri(), "face": target_id}
+
+    async def cs_list(self, face: Face, args: dict) -> Any:
+        prefix = _name(_arg(args, "prefix", str, "/"))
+        limit = min(_arg(args, "limit", int, 1000), MAX_LIST)
+        now = trio.current_time()
+        out = []
+        for entry in self.node.fw.cs.entries(prefix.comps):
+            if len(out) >= limit:
+                break
+            out.append({
+                "name": entry.data.name.to_uri(),
+                "size": entry.size,
+                "fresh": entry.fresh_until > now,
+                "content_type": int(entry.data.content_type),
+            })
+        return out
+
+    async def cs_erase(self, face: Face, args: dict) -> Any:
+        prefix = _name(_arg(args, "prefix", str))
+        return {"erased": self.node.fw.cs.erase(prefix.comps)}
+
+    async def strategy_list(self, face: Face, args: dict) -> Any:
+        return [{"prefix": p.to_uri(), "strategy": s} for p, s in self.node.fw.strategies.items()]
+
+    async def strategy_set(self, face: Face, args: dict) -> Any:
+        prefix = _name(_arg(args, "prefix", str))
+        strategy = _arg(args, "strategy", str)
+        try:
+            self.node.fw.strategies.set(prefix, strategy)
+        except ValueError as exc:
+            raise CommandError(400, str(exc)) from None
+        except TableFull as exc:
+            raise CommandError(409, str(exc)) from None
+        return {"prefix": prefix.to_uri(), "strategy": strategy}
+
+    async def strategy_unset(self, face: Face, args: dict) -> Any:
+        prefix = _name(_arg(args, "prefix", str))
+        if not self.node.fw.strategies.unset(prefix):
+            raise CommandError(404, f"no strategy set at {prefix}")
+        return {"prefix": prefix.to_uri()}
+
+    async def repo_publish(self, face: Face, args: dict) -> Any:
+        packets = _arg(args, "packets", list)
+        sign = _arg(args, "sign", bool, False)
+        node = self.node
+        names = []
+        for wire in packets:
+            if not isinstance(wire, bytes):
+                raise CommandError(400, "packets must be encoded Data (bytes)")
+            try:
+                data = decode(wire)
+            except DecodeError as exc:
+                raise CommandError(400, f"malformed Data: {exc}") from None
+            if not isinstance(data, Data):
+                raise CommandError(400, "only Data can be published")
+            if sign:
+                assert node.key is not None
+                data = node.key.sign(Data(data.name, data.content, data.content_type, data.freshness_ms,
+                                          data.final_block_id))
+            try:
+                node.publish(data)
+            except ValueError as exc:
+                raise CommandError(409, str(exc)) from None
+            except TableFull as exc:
+                raise CommandError(409, str(exc)) from None
+            names.append(data.name.to_uri())
+        return {"published": len(names), "names": names}
+
+    async def repo_unpublish(self, face: Face, args: dict) -> Any:
+        name = _name(_arg(args, "name", str), "name")
+        if not self.node.unpublish(name):
+            raise CommandError(404, f"{name} is not published here")
+        return {"name": name.to_uri()}

@@ -1,0 +1,385 @@
+"""One icnd daemon: the forwarding core inside a trio shell.
+
+The node owns the faces, the clock and the timer loop; the `Forwarder` core
+owns every forwarding decision.  Packet path: a face hands bytes to
+`_on_receive` -> decode (malformed: counted per face and per node, dropped)
+-> management commands from local faces are answered here -> everything else
+goes to `fw.on_packet` -> the returned `Send` actions are encoded onto faces.
+
+The node is also a producer (the *internal face*): it serves its own prefix
+``/node/<name>`` (its public key, a ping responder, its status) and the Data
+that applications published through it (`Repo`, persistent with a data
+directory).
+
+Start-up is two-phase so that configuration errors and busy ports fail
+before anything runs: `bind()` opens every listener (raising `StartupError`
+with a one-line message), then `serve()` runs until cancelled and closes
+every face and listener, removing the socket file, on the way out.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import os
+import time
+
+import trio
+
+from . import __version__
+from .codec import decode, encode
+from .config import NodeConfig, resolve_socket_path
+from .core.fib import TableFull
+from .core.forwarder import Forwarder
+from .errors import DecodeError
+from .faces import Face, UdpListener, connect_face, open_listener, parse_face_uri
+from .name import LOCALHOST, Name, generic
+from .packet import ContentType, Data, Interest, Nack, NackReason
+from .repo import Repo
+from .security import Ed25519Key, KeyChain
+
+log = logging.getLogger("icnd.node")
+
+INTERNAL_FACE = 1
+MGMT_PREFIX = (LOCALHOST, generic("icnd"))
+DEFAULT_PORT = 6363
+IDLE_SWEEP_INTERVAL = 30.0
+IDENTITY_FILE = "identity.key"
+
+
+class StartupError(Exception):
+    """The node cannot start (bad address, port in use, unusable data dir)."""
+
+
+class Node:
+    def __init__(self, config: NodeConfig) -> None:
+        self.config = config
+        self.name = config.node_name()
+        self.socket_path = resolve_socket_path(config.socket)
+        self.fw = Forwarder(
+            cs_capacity_bytes=int(config.cs_capacity_mb * 1024 * 1024),
+            pit_max_entries=config.pit_max_entries,
+            default_strategy=config.default_strategy,
+        )
+        self.faces: dict[int, Face] = {}
+        self._face_ids = itertools.count(INTERNAL_FACE + 1)
+        self._listeners: list = []
+        self._udp: list[UdpListener] = []
+        self._nursery: trio.Nursery | None = None
+        self._timer_scope: trio.CancelScope | None = None
+        self._idle_seen: dict[int, tuple[int, float]] = {}
+        self.started_at = time.time()
+        self.key: Ed25519Key | None = None
+        self.keychain = KeyChain()
+        self.repo: Repo | None = None
+        self.mgmt_commands = 0
+        self.ready = trio.Event()
+        from .mgmt import Management
+
+        self.mgmt = Management(self)
+
+    # --- start-up -------------------------------------------------------------------
+    async def bind(self) -> None:
+        """Open every listener and load the identity and store; nothing runs yet."""
+        cfg = self.config
+        for spec in cfg.strategies.items():
+            try:
+                self.fw.strategies.set(Name(spec[0]), spec[1])
+            except ValueError as exc:
+                raise StartupError(f"strategy for {spec[0]}: {exc}") from None
+        self._load_identity()
+        self.repo = Repo(int(cfg.repo_capacity_mb * 1024 * 1024), cfg.data_dir or None)
+        try:
+            await self._listen(f"unix://{os.path.abspath(self.socket_path)}")
+            for uri in cfg.listen or ["0.0.0.0"]:
+                for expanded in _expand_listen(uri):
+                    await self._listen(expanded)
+        except BaseException:
+            await self._close_listeners()
+            raise
+
+    def _load_identity(self) -> None:
+        identity = self.name
+        data_dir = self.config.data_dir
+        path = os.path.join(data_dir, IDENTITY_FILE) if data_dir else None
+        try:
+            if path and os.path.exists(path):
+                with open(path, "rb") as f:
+                    self.key = Ed25519Key.from_bytes(f.read())
+            else:
+                self.key = Ed25519Key.generate(identity)
+                if path:
+                    os.makedirs(data_dir, exist_ok=True)
+                    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                    with os.fdopen(fd, "wb") as f:
+                        f.write(self.key.to_bytes())
+        except (OSError, ValueError) as exc:
+            raise StartupError(f"identity in {data_dir}: {exc}") from None
+        self.keychain.add_signing_key(self.key)
+
+    async def _listen(self, uri: str) -> None:
+        try:
+            parsed = parse_face_uri(uri)
+        except ValueError as exc:
+            raise StartupError(str(exc)) from None
+        try:
+            listener = await open_listener(parsed, on_new_face=self._on_new_face)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise StartupError(f"cannot listen on {uri}: {reason}") from None
+        self._listeners.append(listener)
+        if isinstance(listener, UdpListener):
+            self._udp.append(listener)
+
+    def listen_uris(self) -> list[str]:
+        return [listener.local_uri for listener in self._listeners]
+
+    async def _close_listeners(self) -> None:
+        for listener in self._listeners:
+            with trio.CancelScope(shield=True):
+                await listener.aclose()
+        self._listeners.clear()
+        self._udp.clear()
+
+    # --- running ----------------------------------------------------------------------
+    async def serve(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Run until cancelled; `bind()` must have succeeded."""
+        self.fw.add_face(INTERNAL_FACE, local=True)
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                for listener in self._listeners:
+                    nursery.start_soon(listener.run)
+                nursery.start_soon(self._timer_loop)
+                nursery.start_soon(self._idle_sweep)
+                self._announce_own_routes()
+                await self._apply_config()
+                self.started_at = time.time()
+                log.info("node %s ready on %s", self.name, ", ".join(self.listen_uris()))
+                self.ready.set()
+                task_status.started(self)
+        finally:
+            with trio.CancelScope(shield=True):
+                for face in list(self.faces.values()):
+                    await face.aclose()
+                await self._close_listeners()
+                if self.repo is not None:
+                    self.repo.close()
+            log.info("node %s stopped", self.name)
+
+    async def _apply_config(self) -> None:
+        for uri in self.config.faces:
+            try:
+                await self.face_for_uri(uri)
+            except (OSError, ValueError) as exc:
+                log.warning("face %s: %s", uri, exc)
+        for route in self.config.routes:
+            try:
+                face = await self.face_for_uri(route.face)
+                self.fw.add_route(Name(route.prefix), face.id, route.cost)
+            except (OSError, ValueError, TableFull) as exc:
+                log.warning("route %s via %s: %s", route.prefix, route.face, exc)
+
+    def _announce_own_routes(self) -> None:
+        self.fw.add_route(self.name, INTERNAL_FACE, 0)
+        assert self.repo is not None
+        for data in self.repo.names():
+            self.fw.add_route(data.name, INTERNAL_FACE, 0)
+
+    # --- faces ------------------------------------------------------------------------------
+    def _on_new_face(self, face: Face) -> None:
+        self.add_face(face)
+
+    def add_face(self, face: Face) -> Face:
+        assert self._nursery is not None, "node is not running"
+        face.id = next(self._face_ids)
+        self.faces[face.id] = face
+        self.fw.add_face(face.id, local=face.local)
+        self._nursery.start_soon(self._run_face, face)
+        log.debug("face %d up: %s", face.id, face.remote_uri)
+        return face
+
+    async def _run_face(self, face: Face) -> None:
+        try:
+            await face.run(self._on_receive)
+        finally:
+            self.faces.pop(face.id, None)
+            self._idle_seen.pop(face.id, None)
+            self._dispatch(self.fw.on_face_down(face.id, trio.current_time()))
+            log.debug("face %d down: %s (%s)", face.id, face.remote_uri, face.close_reason)
+
+    def find_face(self, uri: str) -> Face | None:
+        for face in self.faces.values():
+            if face.remote_uri == uri:
+                return face
+        return None
+
+    async def face_for_uri(self, uri: str) -> Face:
+        """The face to `uri`, created if it does not exist yet."""
+        parsed = parse_face_uri(uri)
+        canonical = str(parsed)
+        existing = self.find_face(canonical)
+        if existing is not None:
+            return existing
+        if parsed.scheme == "udp":
+            listener = self._udp_listener_for(parsed.host)
+            face = await listener.face_to(parsed.host, parsed.port)
+            if face.id and face.id in self.faces:
+                face.persistent = True
+                return face
+            face.persistent = True
+            return self.add_face(face)
+        return self.add_face(await connect_face(parsed))
+
+    def _udp_listener_for(self, host: str) -> UdpListener:
+        want_v6 = ":" in host
+        for listener in self._udp:
+            if (":" in listener.local_address[0]) == want_v6:
+                return listener
+        raise ValueError(f"no UDP listener for {'IPv6' if want_v6 else 'IPv4'}; add --listen udp://...")
+
+    async def destroy_face(self, face_id: int) -> bool:
+        face = self.faces.get(face_id)
+        if face is None:
+            return False
+        await face.aclose()
+        return True
+
+    async def _idle_sweep(self) -> None:
+        """Close on-demand UDP faces that have been silent for udp_idle_timeout_s."""
+        timeout = self.config.udp_idle_timeout_s
+        while True:
+            await trio.sleep(min(IDLE_SWEEP_INTERVAL, timeout))
+            now = trio.current_time()
+            for face in list(self.faces.values()):
+                if face.persistent or not face.remote_uri.startswith("udp://"):
+                    continue
+                seen = self._idle_seen.get(face.id)
+                count = face.counters.in_packets
+                if seen is None or seen[0] != count:
+                    self._idle_seen[face.id] = (count, now)
+                elif now - seen[1] >= timeout:
+                    log.info("closing idle face %d (%s)", face.id, face.remote_uri)
+                    await face.aclose()
+
+    # --- packets -------------------------------------------------------------------------------
+    def _on_receive(self, face: Face, wire: bytes) -> None:
+        try:
+            packet = decode(wire)
+        except DecodeError as exc:
+            face.counters.decode_errors += 1
+            self.fw.counters.decode_errors += 1
+            log.debug("face %d: dropped malformed packet: %s", face.id, exc)
+            return
+        if face.local and type(packet) is Interest and packet.name.comps[:2] == MGMT_PREFIX:
+            self.mgmt_commands += 1
+            assert self._nursery is not None
+            self._nursery.start_soon(self.mgmt.handle, face, packet)
+            return
+        self._dispatch(self.fw.on_packet(face.id, packet, trio.current_time()))
+
+    def _dispatch(self, actions) -> None:
+        internal: list[Interest] = []
+        faces = self.faces
+        while True:
+            for face_id, packet in actions:
+                if face_id == INTERNAL_FACE:
+                    if type(packet) is Interest:
+                        internal.append(packet)
+                    continue
+                face = faces.get(face_id)
+                if face is not None:
+                    face.send(encode(packet))
+            if not internal:
+                break
+            interest = internal.pop()
+            actions = self.fw.on_packet(INTERNAL_FACE, self._produce(interest), trio.current_time())
+        self._rearm_timer()
+
+    def _produce(self, interest: Interest) -> Data | Nack:
+        """Answer an Interest routed to the node itself."""
+        comps = interest.name.comps
+        assert self.repo is not None and self.key is not None
+        stored = self.repo.get(comps)
+        if stored is not None:
+            return stored
+        own = len(self.name.comps)
+        if comps[:own] == self.name.comps and len(comps) > own:
+            what = comps[own]
+            if what == generic("ping"):
+                return self.key.sign(Data(interest.name, b"", freshness_ms=0))
+            if interest.name.prefix(len(self.key.name.comps)) == self.key.name or (
+                what == generic("KEY") and interest.can_be_prefix
+            ):
+                return self.key.sign(
+                    Data(self.key.name, self.key.public_bytes(), ContentType.KEY, freshness_ms=3_600_000)
+                )
+            if what == generic("status"):
+                import msgpack
+
+                return self.key.sign(
+                    Data(interest.name, msgpack.packb(self.status()), freshness_ms=1000)
+                )
+        return Nack(interest.name, interest.nonce, NackReason.NO_ROUTE, f"{self.name} has no such data")
+
+    def publish(self, data: Data) -> None:
+        """Store `data` in the node's repo and route its name to the node."""
+        assert self.repo is not None
+        for evicted in self.repo.put(data):
+            self.fw.fib.remove(evicted.name, INTERNAL_FACE)
+        self.fw.add_route(data.name, INTERNAL_FACE, 0)
+        self.fw.cs.discard(data.name.comps)  # a cached older version must not shadow it
+
+    def unpublish(self, name: Name) -> bool:
+        assert self.repo is not None
+        if not self.repo.delete(name.comps):
+            return False
+        self.fw.fib.remove(name, INTERNAL_FACE)
+        return True
+
+    # --- timers ---------------------------------------------------------------------------------
+    async def _timer_loop(self) -> None:
+        while True:
+            deadline = self.fw.next_deadline()
+            with trio.CancelScope(deadline=math.inf if deadline is None else deadline) as scope:
+                self._timer_scope = scope
+                await trio.sleep_forever()
+            self._timer_scope = None
+            self._dispatch(self.fw.on_timer(trio.current_time()))
+
+    def _rearm_timer(self) -> None:
+        scope = self._timer_scope
+        if scope is not None:
+            deadline = self.fw.next_deadline()
+            if deadline is not None and deadline < scope.deadline:
+                scope.deadline = deadline
+
+    # --- status -----------------------------------------------------------------------------------
+    def status(self) -> dict:
+        counters = self.fw.counters.as_dict()
+        counters["mgmt_commands"] = self.mgmt_commands
+        tables = self.fw.table_sizes()
+        tables["faces"] = len(self.faces)
+        tables["dead_nonces"] = len(self.fw.dnl)
+        tables["repo_entries"] = len(self.repo) if self.repo is not None else 0
+        tables["repo_bytes"] = self.repo.bytes_used if self.repo is not None else 0
+        return {
+            "name": self.name.to_uri(),
+            "version": __version__,
+            "uptime_s": round(time.time() - self.started_at, 3),
+            "pid": os.getpid(),
+            "socket": os.path.abspath(self.socket_path),
+            "listen": self.listen_uris(),
+            "key": self.key.name.to_uri() if self.key is not None and self.key.name is not None else None,
+            "counters": counters,
+            "tables": tables,
+        }
+
+
+def _expand_listen(uri: str) -> list[str]:
+    """`--listen HOST` means UDP and TCP on port 6363 of HOST; a URI is itself."""
+    if "://" in uri:
+        return [uri]
+    host = f"[{uri}]" if ":" in uri and not uri.startswith("[") else uri
+    return [f"udp://{host}:{DEFAULT_PORT}", f"tcp://{host}:{DEFAULT_PORT}"]

@@ -1,0 +1,288 @@
+import errno
+import os
+import random
+import shutil
+import socket
+import struct
+import tempfile
+from collections.abc import Iterator
+
+import pytest
+import trio
+
+from icnd.codec import MAX_PACKET_SIZE
+from icnd.faces import Face, StreamFace, StreamListener, connect_stream, open_stream_listener
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[str]:
+    path = tempfile.mkdtemp(prefix="icnd-t-")  # Unix socket paths must stay short
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(params=["tcp", "unix"])
+def listen_uri(request: pytest.FixtureRequest, short_tmp: str) -> str:
+    return "tcp://127.0.0.1:0" if request.param == "tcp" else f"unix://{short_tmp}/s.sock"
+
+
+class Collector:
+    def __init__(self) -> None:
+        self.packets: list[bytes] = []
+
+    def __call__(self, face: Face, packet: bytes) -> None:
+        self.packets.append(packet)
+
+    async def wait(self, n: int) -> None:
+        while len(self.packets) < n:
+            await trio.sleep(0.001)
+
+
+async def open_pair(uri: str, **client_options: int) -> tuple[StreamListener, StreamFace, StreamFace]:
+    """A listener, a client face connected to it, and the server face it accepted (none running)."""
+    accepted: list[Face] = []
+    listener = await open_stream_listener(uri, on_new_face=accepted.append)
+    client = await connect_stream(_connect_uri(listener), **client_options)
+    # Accept synchronously: the listener's run loop is not needed for one connection.
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(listener.run)
+        while not accepted:
+            await trio.sleep(0.001)
+        nursery.cancel_scope.cancel()
+    (server,) = accepted
+    assert isinstance(server, StreamFace)
+    return listener, client, server
+
+
+def _connect_uri(listener: StreamListener) -> str:
+    return listener.local_uri
+
+
+async def test_many_small_packets_round_trip(listen_uri: str):
+    rng = random.Random(1)
+    packets = [rng.randbytes(rng.randrange(0, 300)) for _ in range(20000)]
+    with trio.fail_after(4):
+        listener, client, server = await open_pair(listen_uri)
+        back = Collector()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.run, lambda face, p: face.send(p))  # echo
+            nursery.start_soon(client.run, back)
+            for p in packets:
+                client.send(p)
+            await back.wait(len(packets))
+            await client.aclose()
+        await listener.aclose()
+    assert back.packets == packets
+    total = sum(map(len, packets))
+    assert client.counters.out_packets == server.counters.in_packets == len(packets)
+    assert client.counters.out_bytes == server.counters.in_bytes == total
+    assert server.counters.out_bytes == client.counters.in_bytes == total
+    assert client.counters.send_drops == server.counters.send_drops == 0
+
+
+async def test_large_packets_byte_exact_both_ways(listen_uri: str):
+    rng = random.Random(2)
+    packets = []
+    for _ in range(3):
+        packets.append(rng.randbytes(4 * 1024 * 1024))
+        packets.append(rng.randbytes(rng.randrange(1, 100)))
+    with trio.fail_after(4):
+        listener, client, server = await open_pair(listen_uri)
+        there, back = Collector(), Collector()
+
+        def echo(face: Face, packet: bytes) -> None:
+            there(face, packet)
+            face.send(packet)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.run, echo)
+            nursery.start_soon(client.run, back)
+            for p in packets:
+                client.send(p)
+            await back.wait(len(packets))
+            await client.aclose()
+        await listener.aclose()
+    assert there.packets == packets
+    assert back.packets == packets
+    assert client.counters.send_drops == server.counters.send_drops == 0
+
+
+async def test_frames_split_across_reads_are_reassembled(listen_uri: str):
+    frames = b"".join(struct.pack(">I", len(p)) + p for p in (b"alpha", b"", b"b" * 1000))
+    with trio.fail_after(3):
+        accepted: list[Face] = []
+        listener = await open_stream_listener(listen_uri, on_new_face=accepted.append)
+        raw = _raw_connect(listener)
+        got = Collector()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(listener.run)
+            while not accepted:
+                await trio.sleep(0.001)
+            nursery.start_soon(accepted[0].run, got)
+            for i in range(0, len(frames), 3):
+                raw.sendall(frames[i : i + 3])
+                if i < 30:
+                    await trio.sleep(0.001)
+            await got.wait(3)
+            raw.close()
+            await listener.aclose()
+    assert got.packets == [b"alpha", b"", b"b" * 1000]
+
+
+async def test_huge_length_header_is_a_framing_error_and_closes_the_face(listen_uri: str):
+    with trio.fail_after(3):
+        accepted: list[Face] = []
+        listener = await open_stream_listener(listen_uri, on_new_face=accepted.append)
+        raw = _raw_connect(listener)
+        raw.sendall(struct.pack(">I", 2) + b"ok" + struct.pack(">I", MAX_PACKET_SIZE + 1) + b"junk")
+        got = Collector()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(listener.run)
+            while not accepted:
+                await trio.sleep(0.001)
+            server = accepted[0]
+            await server.run(got)  # returns by itself
+            await listener.aclose()
+    assert got.packets == [b"ok"]
+    assert server.closed and server.counters.framing_errors == 1
+    assert server.close_reason is not None and server.close_reason.startswith("framing error")
+    raw.settimeout(2)
+    assert raw.recv(10) == b""  # the server closed the connection
+    raw.close()
+
+
+async def test_peer_close_ends_run(listen_uri: str):
+    with trio.fail_after(3):
+        listener, client, server = await open_pair(listen_uri)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.run, Collector())
+            client.send(b"last words")
+            got = Collector()
+            nursery.start_soon(server.run, got)
+            await got.wait(1)
+            await client.aclose()
+        await listener.aclose()
+    assert server.closed and server.close_reason == "peer closed"
+    assert client.closed and client.close_reason == "closed locally"
+    server.send(b"too late")
+    assert server.counters.send_drops == 1
+
+
+async def test_connection_reset_closes_only_that_face():
+    with trio.fail_after(3):
+        accepted: list[Face] = []
+        listener = await open_stream_listener("tcp://127.0.0.1:0", on_new_face=accepted.append)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(listener.run)
+            raw = _raw_connect(listener)
+            while not accepted:
+                await trio.sleep(0.001)
+            server = accepted[0]
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            raw.close()  # RST
+            await server.run(Collector())
+            assert server.closed and not listener.closed
+            # The listener still accepts.
+            raw2 = _raw_connect(listener)
+            while len(accepted) < 2:
+                await trio.sleep(0.001)
+            raw2.close()
+            await listener.aclose()
+
+
+async def test_send_queue_bound_drops_and_counts_when_peer_never_reads(short_tmp: str):
+    with trio.fail_after(3):
+        listener, client, server = await open_pair(f"unix://{short_tmp}/q.sock", max_send_queue=1024 * 1024)
+        packet = b"z" * 65536
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.run, Collector())  # the server never runs, so never reads
+            for _ in range(200):
+                client.send(packet)
+            await trio.sleep(0.01)
+            assert client.counters.send_drops > 0
+            assert client.counters.out_packets + client.counters.send_drops == 200
+            assert 1024 * 1024 - 65540 < client.send_queue_bytes <= 1024 * 1024
+            await client.aclose()
+        await server.aclose()
+        await listener.aclose()
+
+
+async def test_uris_flags_and_persistence(short_tmp: str):
+    with trio.fail_after(3):
+        listener, client, server = await open_pair("tcp://127.0.0.1:0")
+        assert listener.local_uri.startswith("tcp://127.0.0.1:")
+        assert client.remote_uri == listener.local_uri == server.local_uri
+        assert server.remote_uri == client.local_uri
+        assert client.persistent and not server.persistent
+        assert not client.local and not server.local
+        for face in (client, server, listener):
+            await face.aclose()
+
+        path = f"{short_tmp}/u.sock"
+        listener, client, server = await open_pair(f"unix://{path}")
+        assert listener.local_uri == f"unix://{path}" == client.remote_uri == server.local_uri
+        assert server.remote_uri.startswith("fd://")
+        assert client.local and server.local
+        assert client.persistent and not server.persistent
+        for face in (client, server, listener):
+            await face.aclose()
+        assert not os.path.exists(path)  # the listener removed its socket file
+
+
+async def test_unix_listener_replaces_only_stale_socket_files(short_tmp: str):
+    path = f"{short_tmp}/stale.sock"
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(path)
+    dead.close()  # leaves the file behind, nobody listening
+    listener = await open_stream_listener(f"unix://{path}", on_new_face=lambda face: None)
+    with pytest.raises(OSError) as info:
+        await open_stream_listener(f"unix://{path}", on_new_face=lambda face: None)
+    assert info.value.errno == errno.EADDRINUSE
+    await listener.aclose()
+    assert not os.path.exists(path)
+
+    regular = f"{short_tmp}/file"
+    with open(regular, "w") as f:
+        f.write("keep me")
+    with pytest.raises(OSError, match="not a socket"):
+        await open_stream_listener(f"unix://{regular}", on_new_face=lambda face: None)
+    with open(regular) as f:
+        assert f.read() == "keep me"
+
+
+async def test_connect_failures_raise_oserror(short_tmp: str):
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    with trio.fail_after(3):
+        with pytest.raises(OSError, match="cannot connect"):
+            await connect_stream(f"tcp://127.0.0.1:{port}")
+        with pytest.raises(OSError):
+            await connect_stream(f"unix://{short_tmp}/nobody.sock")
+        with pytest.raises(ValueError):
+            await connect_stream("udp://127.0.0.1:1")
+
+
+async def test_listener_aclose_ends_run_and_accepted_faces_survive(listen_uri: str):
+    with trio.fail_after(3):
+        listener, client, server = await open_pair(listen_uri)
+        got = Collector()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(listener.run)
+            nursery.start_soon(server.run, got)
+            nursery.start_soon(client.run, Collector())
+            await listener.aclose()
+            client.send(b"after listener closed")
+            await got.wait(1)
+            await server.aclose()
+        assert client.closed  # the server's close reached the client: its run returned
+
+
+def _raw_connect(listener: StreamListener) -> socket.socket:
+    if isinstance(listener.local_address, str):
+        raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    else:
+        raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    raw.connect(listener.local_address)
+    return raw

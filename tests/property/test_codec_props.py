@@ -1,0 +1,272 @@
+"""Property tests for names and the codec.
+
+- every valid packet survives encode/decode unchanged;
+- every valid name survives a URI round trip;
+- `decode` of arbitrary or corrupted bytes returns a packet or raises
+  `DecodeError`, never anything else, and whatever it accepts re-encodes;
+- a corrupted signed Data never verifies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import msgpack
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from icnd import (
+    Data,
+    DecodeError,
+    Interest,
+    Nack,
+    NackReason,
+    Name,
+    SigType,
+    VerificationError,
+    decode,
+    encode,
+)
+from icnd.codec import MAX_HINTS, MAX_SIG_SIZE
+from icnd.name import (
+    MAX_COMPONENTS,
+    T_PARAMS,
+    digest,
+    encode_nonneg,
+    generic,
+    params_digest,
+    rnp,
+    segment,
+    valid_wire_comps,
+    version,
+)
+from icnd.packet import ContentType
+from icnd.security import DigestKey, Ed25519Key, HmacKey, KeyChain, SigningKey, key_name, make_data
+
+SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+U32 = (1 << 32) - 1
+
+# --- strategies -------------------------------------------------------------------
+
+NUMBERS = st.one_of(st.integers(0, 300), st.integers(0, (1 << 64) - 1))
+
+COMPONENTS: st.SearchStrategy[bytes] = st.one_of(
+    st.binary(max_size=24).map(generic),
+    st.sampled_from([b"", b".", b"..", b"...", b"a=b", b"/", b"%", b"seg=1"]).map(generic),
+    NUMBERS.map(segment),
+    NUMBERS.map(version),
+    st.binary(min_size=32, max_size=32).map(digest),
+    st.binary(min_size=32, max_size=32).map(params_digest),
+    st.binary(min_size=16, max_size=16).map(rnp),
+    # any type number, any value: non-canonical numbers, wrong-length digests, type 0
+    st.tuples(st.integers(0, 255), st.binary(max_size=12)).map(lambda tv: bytes((tv[0],)) + tv[1]),
+    NUMBERS.map(lambda n: bytes((0x32,)) + b"\x00" + encode_nonneg(n)),
+)
+
+
+def _names(min_size: int, max_size: int) -> st.SearchStrategy[Name]:
+    return st.lists(COMPONENTS, min_size=min_size, max_size=max_size).map(tuple).filter(valid_wire_comps).map(
+        Name.from_wire
+    )
+
+
+SHORT_NAMES = _names(0, 6)
+# Mostly short names, sometimes long ones near the component-count limit.
+LONG_NAMES = _names(MAX_COMPONENTS - 2, MAX_COMPONENTS)
+NAMES: st.SearchStrategy[Name] = st.one_of(SHORT_NAMES, SHORT_NAMES, SHORT_NAMES, LONG_NAMES)
+
+
+def _not_params_last(name: Name) -> bool:
+    return not name.comps or name.comps[-1][0] != T_PARAMS
+
+
+@st.composite
+def interests(draw: st.DrawFn) -> Interest:
+    params = draw(st.one_of(st.none(), st.binary(max_size=64)))
+    name = draw(NAMES.filter(_not_params_last))
+    kw = dict(
+        nonce=draw(st.integers(0, U32)),
+        lifetime_ms=draw(st.integers(0, U32)),
+        hop_limit=draw(st.integers(0, 255)),
+        can_be_prefix=draw(st.booleans()),
+        must_be_fresh=draw(st.booleans()),
+        forwarding_hint=tuple(draw(st.lists(SHORT_NAMES, max_size=MAX_HINTS))),
+    )
+    if params is None:
+        return Interest(name, **kw)  # type: ignore[arg-type]
+    try:
+        return Interest.with_params(name, params, **kw)
+    except ValueError:  # the digest component pushed the name over a limit
+        return Interest(name, **kw)  # type: ignore[arg-type]
+
+
+@st.composite
+def datas(draw: st.DrawFn) -> Data:
+    return Data(
+        draw(NAMES),
+        content=draw(st.binary(max_size=256)),
+        content_type=draw(st.one_of(st.sampled_from(list(ContentType)), st.integers(0, 0xFFFF))),
+        freshness_ms=draw(st.integers(0, U32)),
+        final_block_id=draw(st.one_of(st.none(), COMPONENTS)),
+        sig_type=draw(st.sampled_from(list(SigType))),
+        key_locator=draw(st.one_of(st.none(), SHORT_NAMES)),
+        sig_value=draw(st.binary(max_size=MAX_SIG_SIZE)),
+    )
+
+
+@st.composite
+def nacks(draw: st.DrawFn) -> Nack:
+    return Nack(
+        draw(NAMES),
+        draw(st.integers(0, U32)),
+        draw(st.sampled_from(list(NackReason))),
+        draw(st.text(max_size=40)),
+    )
+
+
+PACKETS = st.one_of(interests(), datas(), nacks())
+
+
+@st.composite
+def mutated(draw: st.DrawFn, wire: bytes) -> bytes:
+    """`wire` after one to four flips, inserts, deletes, replacements or a truncation."""
+    buf = bytearray(wire)
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(["flip", "insert", "delete", "replace", "truncate"]))
+        if op == "insert":
+            at = draw(st.integers(0, len(buf)))
+            buf[at:at] = draw(st.binary(min_size=1, max_size=4))
+            continue
+        if not buf:
+            break
+        at = draw(st.integers(0, len(buf) - 1))
+        if op == "flip":
+            buf[at] ^= 1 << draw(st.integers(0, 7))
+        elif op == "delete":
+            del buf[at : at + draw(st.integers(1, 4))]
+        elif op == "replace":
+            buf[at] = draw(st.integers(0, 255))
+        else:
+            del buf[at:]
+    return bytes(buf)
+
+
+def decode_or_reject(buf: bytes) -> Interest | Data | Nack | None:
+    """Decode; a rejection must be a DecodeError, an acceptance must re-encode."""
+    try:
+        packet = decode(buf)
+    except DecodeError:
+        return None
+    assert decode(encode_fresh(packet)) == packet
+    return packet
+
+
+def encode_fresh(packet: Interest | Data | Nack) -> bytes:
+    """Encode from the fields, ignoring a Data's cached wire."""
+    if isinstance(packet, Data):
+        packet = Data(packet.name, packet.content, packet.content_type, packet.freshness_ms,
+                      packet.final_block_id, packet.sig_type, packet.key_locator, packet.sig_value)
+    return encode(packet)
+
+
+# --- names ------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(NAMES)
+def test_uri_round_trip(name: Name) -> None:
+    uri = name.to_uri()
+    assert Name(uri) == name
+    assert Name(uri).to_uri() == uri
+
+
+@SETTINGS
+@given(NAMES, NAMES)
+def test_prefix_sorts_before_extensions(a: Name, b: Name) -> None:
+    if len(a) + len(b) <= MAX_COMPONENTS and valid_wire_comps(a.comps + b.comps):
+        joined = a.append_wire(*b.comps)
+        assert a.is_prefix_of(joined)
+        assert a <= joined
+        assert (a == joined) == (len(b) == 0)
+
+
+@SETTINGS
+@given(NAMES)
+def test_name_rebuilt_from_components_is_equal(name: Name) -> None:
+    rebuilt = Name(list(name))
+    assert rebuilt == name
+    assert hash(rebuilt) == hash(name)
+
+
+# --- codec round trips --------------------------------------------------------------
+
+
+@SETTINGS
+@given(PACKETS)
+def test_encode_decode_round_trip(packet: Interest | Data | Nack) -> None:
+    wire = encode(packet)
+    back = decode(wire)
+    assert back == packet
+    assert type(back) is type(packet)
+    assert encode(back) == wire
+
+
+@SETTINGS
+@given(datas())
+def test_data_wire_is_cached_and_hashes_to_the_implicit_digest(data: Data) -> None:
+    wire = encode(data)
+    assert data.wire is wire
+    assert decode(wire).implicit_digest() == hashlib.sha256(wire).digest()  # type: ignore[union-attr]
+
+
+# --- fuzzing --------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(st.binary(max_size=512))
+def test_decode_random_bytes(buf: bytes) -> None:
+    decode_or_reject(buf)
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.integers(-(1 << 63), (1 << 64) - 1), st.binary(max_size=8), st.none(),
+                          st.booleans(), st.text(max_size=4), st.floats()), max_size=11))
+def test_decode_random_msgpack_arrays(fields: list[object]) -> None:
+    decode_or_reject(msgpack.packb([1, *fields], use_bin_type=True))
+    decode_or_reject(msgpack.packb([1, 2, *fields], use_bin_type=True))
+
+
+@SETTINGS
+@given(st.data())
+def test_decode_mutated_packets(data: st.DataObject) -> None:
+    wire = encode(data.draw(PACKETS))
+    decode_or_reject(data.draw(mutated(wire)))
+
+
+# --- signatures under corruption --------------------------------------------------------
+
+_ED = Ed25519Key.generate(Name("/prop"))
+_HMAC = HmacKey(key_name(Name("/prop"), b"hmac0001"), b"k" * 32)
+_CHAIN = KeyChain()
+_CHAIN.add_signing_key(_ED)
+_CHAIN.add_signing_key(_HMAC)
+
+
+@SETTINGS
+@given(st.data(), st.sampled_from([DigestKey(), _HMAC, _ED]))
+def test_mutated_signed_data_never_verifies(data: st.DataObject, key: SigningKey) -> None:
+    signed = make_data(
+        data.draw(NAMES),
+        data.draw(st.binary(max_size=64)),
+        freshness_ms=data.draw(st.integers(0, U32)),
+        key=key,
+    )
+    wire = encode(signed)
+    _CHAIN.verify(decode(wire))  # type: ignore[arg-type]
+    corrupt = data.draw(mutated(wire))
+    packet = decode_or_reject(corrupt)
+    if not isinstance(packet, Data) or corrupt == wire:
+        return
+    with pytest.raises(VerificationError):
+        _CHAIN.verify(packet)
