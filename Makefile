@@ -14,7 +14,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	touch $(STAMP)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -q
 
 demo: $(STAMP)
 	$(BIN)/python -m icnd.demo

@@ -29,7 +29,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Union
 import msgpack
 import trio
 
-from .codec import decode, encode
+from .codec import MAX_PARAMS_SIZE, decode, encode
 from .config import resolve_socket_path
 from .errors import DecodeError, Error, Nacked, RemoteError, Timeout, VerificationError
 from .faces.stream import StreamFace, connect_stream
@@ -40,6 +40,9 @@ from .security import Ed25519VerifyKey, KeyChain, SigningKey
 log = logging.getLogger("icnd.client")
 
 DEFAULT_TIMEOUT = 4.0
+# A published Data travels to the node inside a management Interest's
+# parameters (codec.MAX_PARAMS_SIZE), less room for the command's framing.
+MAX_PUBLISH_CONTENT = MAX_PARAMS_SIZE - 16 * 1024
 RETX_INTERVAL = 1.0  # retransmit with a fresh nonce while the deadline allows
 
 Handler = Callable[[Interest], Union[bytes, Data, None, Awaitable[Union[bytes, Data, None]]]]
@@ -210,6 +213,11 @@ class Client:
         "node" (the node's identity key) or "auto" (client key if any, else the node's)."""
         if sign_by not in ("auto", "client", "node"):
             raise ValueError("sign_by must be 'auto', 'client' or 'node'")
+        if len(content) > MAX_PUBLISH_CONTENT:
+            raise ValueError(
+                f"{name}: {len(content)} bytes is more than one published packet holds "
+                f"({MAX_PUBLISH_CONTENT} bytes); publish larger content as a segmented object"
+            )
         by_node = sign_by == "node" or (sign_by == "auto" and self.key is None)
         freshness_ms = 3_600_000 if freshness is None else int(freshness * 1000)
         data = Data(Name(name), bytes(content), content_type, freshness_ms)

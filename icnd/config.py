@@ -183,5 +183,10 @@ def validate(cfg: NodeConfig, origin: str = "<config>") -> None:
     for key in ("cs_capacity_mb", "repo_capacity_mb", "udp_idle_timeout_s"):
         if getattr(cfg, key) <= 0:
             raise ConfigError(f"{origin}: {key} must be > 0")
+    from .core.strategy import STRATEGIES
+
+    for where, strategy in [("default_strategy", cfg.default_strategy), *cfg.strategies.items()]:
+        if strategy not in STRATEGIES:
+            raise ConfigError(f"{origin}: {where}: unknown strategy {strategy!r}; known: {', '.join(sorted(STRATEGIES))}")
     if cfg.pit_max_entries <= 0:
         raise ConfigError(f"{origin}: pit_max_entries must be > 0")

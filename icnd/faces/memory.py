@@ -24,7 +24,9 @@ _pair_ids = itertools.count(1)
 class MemoryFace(Face):
     """One end of an in-memory pair; see `memory_face_pair`."""
 
-    def __init__(self, *, remote_uri: str, local_uri: str, local: bool, max_queue_bytes: int, max_queue_packets: int) -> None:
+    def __init__(
+        self, *, remote_uri: str, local_uri: str, local: bool, max_queue_bytes: int, max_queue_packets: int
+    ) -> None:
         super().__init__(remote_uri=remote_uri, local_uri=local_uri, local=local, persistent=True)
         self.max_queue_bytes = max_queue_bytes
         self.max_queue_packets = max_queue_packets
@@ -100,11 +102,8 @@ def memory_face_pair(
     """Two connected faces; ``local=True`` makes both local (allowed ``/localhost``)."""
     n = next(_pair_ids)
     a_uri, b_uri = f"memory://{n}-a", f"memory://{n}-b"
-    a = MemoryFace(
-        remote_uri=b_uri, local_uri=a_uri, local=local, max_queue_bytes=max_queue_bytes, max_queue_packets=max_queue_packets
-    )
-    b = MemoryFace(
-        remote_uri=a_uri, local_uri=b_uri, local=local, max_queue_bytes=max_queue_bytes, max_queue_packets=max_queue_packets
-    )
+    limits = {"max_queue_bytes": max_queue_bytes, "max_queue_packets": max_queue_packets}
+    a = MemoryFace(remote_uri=b_uri, local_uri=a_uri, local=local, **limits)
+    b = MemoryFace(remote_uri=a_uri, local_uri=b_uri, local=local, **limits)
     a._peer, b._peer = b, a
     return a, b

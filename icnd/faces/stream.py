@@ -121,8 +121,7 @@ class StreamFace(Face):
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._write_loop)
-                await self._read_loop(on_receive)
-                self._close_now(self.close_reason or "closed")
+                await self._read_loop(on_receive)  # returns once the face is closed
                 nursery.cancel_scope.cancel()
         finally:
             self._close_now(self.close_reason or "run() ended")
@@ -256,28 +255,37 @@ class StreamListener(Listener):
         self.closed = False
 
     async def run(self) -> None:
-        """Accept connections until `aclose`; hand each new face to ``on_new_face``."""
+        """Accept connections until `aclose`; hand each new face to ``on_new_face``.
+
+        Leaving ``run`` (cancellation, an error in ``on_new_face``) closes the listener.
+        """
         sock = self._sock
-        while not self.closed:
-            try:
-                await trio.lowlevel.wait_readable(sock)
-            except trio.ClosedResourceError:
-                return
-            while True:
+        try:
+            while not self.closed:
                 try:
-                    conn, addr = sock.accept()
-                except BlockingIOError:
-                    break
-                except OSError as exc:
-                    if self.closed:
-                        return
-                    if exc.errno in _RESOURCE_ACCEPT_ERRORS:
-                        await trio.sleep(0.1)  # out of descriptors or memory: let faces close first
-                        break
-                    if exc.errno in _TRANSIENT_ACCEPT_ERRORS:
-                        continue
-                    raise
-                self._on_new_face(self._make_face(conn, addr))
+                    await trio.lowlevel.wait_readable(sock)
+                except trio.ClosedResourceError:
+                    return
+                await self._accept_all()
+        finally:
+            self._close_now()
+
+    async def _accept_all(self) -> None:
+        while True:
+            try:
+                conn, addr = self._sock.accept()
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                if self.closed:
+                    return
+                if exc.errno in _RESOURCE_ACCEPT_ERRORS:
+                    await trio.sleep(0.1)  # out of descriptors or memory: let faces close first
+                    return
+                if exc.errno in _TRANSIENT_ACCEPT_ERRORS:
+                    continue
+                raise
+            self._on_new_face(self._make_face(conn, addr))
 
     def _make_face(self, conn: socket.socket, addr: object) -> StreamFace:
         if self._unix_path is None:
@@ -291,18 +299,24 @@ class StreamListener(Listener):
         return StreamFace(conn, remote_uri=remote, local_uri=self.local_uri, local=local, persistent=False)
 
     async def aclose(self) -> None:
-        if not self.closed:
-            self.closed = True
-            close_socket(self._sock)
-            if self._unix_path is not None:
-                try:
-                    os.unlink(self._unix_path)
-                except FileNotFoundError:
-                    pass
+        self._close_now()
         await trio.lowlevel.checkpoint()
 
+    def _close_now(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        close_socket(self._sock)
+        if self._unix_path is not None:
+            try:
+                os.unlink(self._unix_path)
+            except FileNotFoundError:
+                pass
 
-async def open_stream_listener(uri: str | FaceUri, *, on_new_face: OnNewFace, backlog: int = 128) -> StreamListener:
+
+async def open_stream_listener(
+    uri: str | FaceUri, *, on_new_face: OnNewFace, backlog: int = 128
+) -> StreamListener:
     """Listen on ``tcp://HOST:PORT`` (port 0: ephemeral) or ``unix:///path``.
 
     A Unix socket file left behind by a dead process is replaced; one with a

@@ -121,8 +121,7 @@ async def test_frames_split_across_reads_are_reassembled(listen_uri: str):
             nursery.start_soon(accepted[0].run, got)
             for i in range(0, len(frames), 3):
                 raw.sendall(frames[i : i + 3])
-                if i < 30:
-                    await trio.sleep(0.001)
+                await trio.sleep(0.001 if i < 30 else 0)  # let the face read partial frames
             await got.wait(3)
             raw.close()
             await listener.aclose()
@@ -286,3 +285,44 @@ def _raw_connect(listener: StreamListener) -> socket.socket:
         raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     raw.connect(listener.local_address)
     return raw
+
+
+async def test_mixed_sizes_exercise_buffer_growth_and_compaction(listen_uri: str):
+    rng = random.Random(3)
+    sizes = [rng.choice((0, 7, 300, 70_000, 250_000, 1_100_000)) for _ in range(120)]
+    packets = [rng.randbytes(n) for n in sizes]
+    with trio.fail_after(4):
+        listener, client, server = await open_pair(listen_uri)
+        got = Collector()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.run, got)
+            nursery.start_soon(client.run, Collector())
+            for p in packets:
+                while client.send_queue_bytes > 8 * 1024 * 1024:  # stay under the queue bound
+                    await trio.sleep(0.001)
+                client.send(p)
+            await got.wait(len(packets))
+            await client.aclose()
+        await listener.aclose()
+    assert client.counters.send_drops == 0
+    assert got.packets == packets
+
+
+async def test_ipv6_tcp_face():
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6")
+    try:
+        listener, client, server = await open_pair("tcp://[::1]:0")
+    except OSError:
+        pytest.skip("no IPv6 loopback")
+    assert listener.local_uri.startswith("tcp://[::1]:") and client.remote_uri == listener.local_uri
+    got = Collector()
+    with trio.fail_after(3):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.run, got)
+            client.send(b"over v6")
+            await got.wait(1)
+            await server.aclose()
+    assert got.packets == [b"over v6"]
+    await client.aclose()
+    await listener.aclose()

@@ -1,0 +1,32 @@
+"""Topologies: describe a network in TOML, derive its routes (interface §6)."""
+
+from .routes import Route, derive_routes, originated_prefixes, shortest_distances
+from .spec import (
+    GroupMember,
+    GroupSpec,
+    LinkParams,
+    LinkSpec,
+    NodeSpec,
+    TopologyError,
+    TopologySpec,
+    load,
+    node_prefix,
+    parse,
+)
+
+__all__ = [
+    "GroupMember",
+    "GroupSpec",
+    "LinkParams",
+    "LinkSpec",
+    "NodeSpec",
+    "Route",
+    "TopologyError",
+    "TopologySpec",
+    "derive_routes",
+    "load",
+    "node_prefix",
+    "originated_prefixes",
+    "parse",
+    "shortest_distances",
+]

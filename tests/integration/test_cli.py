@@ -1,0 +1,350 @@
+"""The `icnd` command line against real daemons (subprocesses).
+
+One daemon serves the management, ping, publish/fetch tests (module
+fixture); start-up failures and shutdown get daemons of their own.  Every
+daemon is killed in a finalizer whatever happens.  Output is parsed from
+``--json`` where the command has it; the human tables are only smoke-tested.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from icnd.security import Ed25519Key
+
+READY_TIMEOUT = 10.0
+CMD_TIMEOUT = 20.0
+
+REQUIRED_COUNTERS = (
+    "interests_in", "interests_out", "data_in", "data_out", "nacks_in", "nacks_out",
+    "cs_hits", "cs_misses", "unsolicited_data", "decode_errors", "pit_aggregated",
+)
+REQUIRED_TABLES = ("pit_entries", "fib_entries", "cs_entries", "cs_bytes", "faces")
+
+
+def icnd(*args: str, input: bytes | None = None, timeout: float = CMD_TIMEOUT,
+         cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "icnd", *args], input=input, capture_output=True,
+                          timeout=timeout, cwd=cwd)
+
+
+def icnd_json(*args: str, sock: Path) -> object:
+    r = icnd(*args, "--socket", str(sock), "--json")
+    assert r.returncode == 0, r.stderr.decode()
+    return json.loads(r.stdout)
+
+
+def one_line_error(r: subprocess.CompletedProcess) -> str:
+    """The stderr of an expected failure: exactly one `icnd: error:` line, no traceback."""
+    text = r.stderr.decode()
+    assert "Traceback" not in text, text
+    lines = text.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("icnd: error: "), text
+    return lines[0]
+
+
+class Daemon:
+    def __init__(self, workdir: Path, *args: str) -> None:
+        self.sock = workdir / "t.sock"
+        self.stdout_path = workdir / "stdout.txt"
+        self.stderr_path = workdir / "stderr.txt"
+        with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "icnd", "run", "--socket", str(self.sock), *args],
+                stdout=out, stderr=err,
+            )
+
+    def wait_ready(self) -> dict:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"daemon exited with {self.proc.returncode}: {self.stderr_path.read_text()}")
+            r = icnd("status", "--socket", str(self.sock), "--json", timeout=READY_TIMEOUT)
+            if r.returncode == 0:
+                return json.loads(r.stdout)
+            time.sleep(0.1)
+        pytest.fail(f"daemon not ready within {READY_TIMEOUT}s: {self.stderr_path.read_text()}")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=10)
+
+
+def start(workdir: Path, *args: str) -> Daemon:
+    return Daemon(workdir, *args)
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("cli-node")
+    daemon = start(workdir, "--name", "/node/t", "--listen", "udp://127.0.0.1:0", "--listen", "tcp://127.0.0.1:0")
+    try:
+        daemon.wait_ready()
+        yield daemon
+    finally:
+        daemon.kill()
+
+
+@pytest.fixture
+def udp_port():
+    """A UDP port with a socket bound to it (so a face to it has a peer address)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    try:
+        yield s.getsockname()[1]
+    finally:
+        s.close()
+
+
+# --- management ------------------------------------------------------------------------
+
+
+def test_status_json_has_the_documented_keys(node):
+    status = icnd_json("status", sock=node.sock)
+    assert status["name"] == "/node/t"
+    assert isinstance(status["version"], str) and status["version"]
+    assert status["uptime_s"] >= 0
+    for key in REQUIRED_COUNTERS:
+        assert isinstance(status["counters"][key], int), key
+    for key in REQUIRED_TABLES:
+        assert isinstance(status["tables"][key], int), key
+    human = icnd("status", "--socket", str(node.sock))
+    assert human.returncode == 0
+    assert "/node/t" in human.stdout.decode() and "interests_in" in human.stdout.decode()
+
+
+def test_face_create_list_destroy(node, udp_port):
+    uri = f"udp://127.0.0.1:{udp_port}"
+    face = icnd_json("face", "create", uri, sock=node.sock)
+    assert face["remote_uri"] == uri and face["persistent"] is True
+    faces = icnd_json("face", "list", sock=node.sock)
+    assert any(f["id"] == face["id"] and f["remote_uri"] == uri for f in faces)
+    assert any(f["local"] for f in faces)  # the CLI's own connection
+    table = icnd("face", "list", "--socket", str(node.sock)).stdout.decode()
+    assert uri in table and "persistent" in table
+
+    assert icnd_json("face", "destroy", str(face["id"]), sock=node.sock) == {"id": face["id"]}
+    deadline = time.monotonic() + 5
+    while any(f["id"] == face["id"] for f in icnd_json("face", "list", sock=node.sock)):
+        assert time.monotonic() < deadline, "destroyed face still listed"
+        time.sleep(0.1)
+
+
+def test_route_add_list_remove(node, udp_port):
+    uri = f"udp://127.0.0.1:{udp_port}"
+    added = icnd_json("route", "add", "/test/route", uri, "--cost", "7", sock=node.sock)
+    assert added["prefix"] == "/test/route" and added["cost"] == 7
+    face_id = added["face"]
+    by_id = icnd_json("route", "add", "/test/other", str(face_id), sock=node.sock)
+    assert by_id == {"prefix": "/test/other", "face": face_id, "cost": 0}
+
+    routes = {r["prefix"]: r["nexthops"] for r in icnd_json("route", "list", sock=node.sock)}
+    assert {"face": face_id, "cost": 7, "uri": uri} in routes["/test/route"]
+    assert "/node/t" in routes  # the node's own prefix
+
+    assert icnd_json("route", "remove", "/test/route", str(face_id), sock=node.sock) == {
+        "prefix": "/test/route", "face": face_id}
+    assert icnd_json("route", "remove", "/test/other", uri, sock=node.sock)["face"] == face_id
+    prefixes = {r["prefix"] for r in icnd_json("route", "list", sock=node.sock)}
+    assert not {"/test/route", "/test/other"} & prefixes
+
+
+def test_strategy_set_list_unset(node):
+    assert icnd_json("strategy", "set", "/test/strat", "multicast", sock=node.sock) == {
+        "prefix": "/test/strat", "strategy": "multicast"}
+    choices = icnd_json("strategy", "list", sock=node.sock)
+    assert {"prefix": "/test/strat", "strategy": "multicast"} in choices
+    assert any(c["prefix"] == "/" for c in choices)
+    assert icnd_json("strategy", "unset", "/test/strat", sock=node.sock) == {"prefix": "/test/strat"}
+    assert all(c["prefix"] != "/test/strat" for c in icnd_json("strategy", "list", sock=node.sock))
+
+    r = icnd("strategy", "set", "/test/strat", "no-such-strategy", "--socket", str(node.sock))
+    assert r.returncode == 1
+    assert "no-such-strategy" in one_line_error(r)
+
+
+def test_commands_on_a_nonexistent_face_fail_with_exit_1(node):
+    r = icnd("face", "destroy", "9999", "--socket", str(node.sock))
+    assert r.returncode == 1 and r.stdout == b""
+    assert "no face 9999" in one_line_error(r)
+    r = icnd("route", "add", "/test/x", "9999", "--socket", str(node.sock), "--json")
+    assert r.returncode == 1
+    assert "9999" in one_line_error(r)
+
+
+def test_no_daemon_is_exit_1(tmp_path):
+    r = icnd("status", "--socket", str(tmp_path / "nobody.sock"))
+    assert r.returncode == 1
+    assert "nobody.sock" in one_line_error(r)
+
+
+def test_usage_errors_are_exit_2():
+    assert icnd("route", "add", "/only-prefix").returncode == 2
+    assert icnd("frobnicate").returncode == 2
+    assert icnd("ping", "no-slash").returncode == 2
+
+
+# --- using the network -----------------------------------------------------------------------
+
+
+def test_publish_fetch_and_the_content_store(node, tmp_path):
+    blob = bytes(range(256)) * 400 + os.urandom(1000)
+    src = tmp_path / "blob.bin"
+    src.write_bytes(blob)
+    r = icnd("publish", "/demo/blob", str(src), "--freshness", "60", "--socket", str(node.sock))
+    assert r.returncode == 0, r.stderr.decode()
+
+    out = tmp_path / "out.bin"
+    r = icnd("fetch", "/demo/blob", "-o", str(out), "--socket", str(node.sock))
+    assert r.returncode == 0, r.stderr.decode()
+    assert out.read_bytes() == blob
+    r = icnd("fetch", "/demo/blob", "--socket", str(node.sock))
+    assert r.returncode == 0 and r.stdout == blob
+
+    r = icnd("publish", "/demo/stdin", "-", "--socket", str(node.sock), input=b"\x00from stdin\xff")
+    assert r.returncode == 0, r.stderr.decode()
+    r = icnd("fetch", "/demo/stdin", "--socket", str(node.sock))
+    assert r.stdout == b"\x00from stdin\xff"
+
+    cached = icnd_json("cs", "list", "--prefix", "/demo", sock=node.sock)
+    assert {e["name"] for e in cached} >= {"/demo/blob", "/demo/stdin"}
+    assert all(e["size"] > 0 for e in cached)
+    assert len(icnd_json("cs", "list", "--prefix", "/demo", "--limit", "1", sock=node.sock)) == 1
+    assert icnd_json("cs", "erase", "/demo", sock=node.sock)["erased"] >= 2
+    assert icnd_json("cs", "list", "--prefix", "/demo", sock=node.sock) == []
+
+    r = icnd("fetch", "/demo/nothing-here", "--timeout", "1", "--socket", str(node.sock))
+    assert r.returncode == 1 and r.stdout == b""
+    one_line_error(r)
+
+
+def test_publish_limits(node, tmp_path):
+    from icnd.client import MAX_PUBLISH_CONTENT
+
+    blob = os.urandom(MAX_PUBLISH_CONTENT)
+    src = tmp_path / "largest.bin"
+    src.write_bytes(blob)
+    r = icnd("publish", "/demo/largest", str(src), "--socket", str(node.sock), timeout=10)
+    assert r.returncode == 0, r.stderr.decode()
+    r = icnd("fetch", "/demo/largest", "--socket", str(node.sock), timeout=10)
+    assert r.stdout == blob
+    src.write_bytes(blob + b"x")
+    r = icnd("publish", "/demo/too-large", str(src), "--socket", str(node.sock), timeout=5)
+    assert r.returncode == 1 and b"larger than" in r.stderr
+
+
+def test_ping_own_prefix_and_counters(node):
+    before = icnd_json("status", sock=node.sock)["counters"]
+    r = icnd("ping", "/node/t", "-c", "3", "-i", "0.05", "--socket", str(node.sock))
+    assert r.returncode == 0, r.stderr.decode()
+    out = r.stdout.decode()
+    assert out.count("content from /node/t: seq=") == 3
+    assert "3 packets transmitted, 3 received, 0% packet loss" in out
+    assert "rtt min/avg/max/mdev = " in out
+    after = icnd_json("status", sock=node.sock)["counters"]
+    assert after["interests_in"] >= before["interests_in"] + 3
+    assert after["data_out"] >= before["data_out"] + 3
+
+    r = icnd("ping", "/no/such/prefix", "-c", "1", "--timeout", "1", "--socket", str(node.sock))
+    assert r.returncode == 1
+    assert "nack from /no/such/prefix: seq=0 reason=no-route" in r.stdout.decode()
+    assert "1 packets transmitted, 0 received, 100% packet loss" in r.stdout.decode()
+
+
+def test_keygen(tmp_path):
+    out = tmp_path / "alice.key"
+    r = icnd("keygen", "--out", str(out), "--name", "/alice")
+    assert r.returncode == 0, r.stderr.decode()
+    key_name = r.stdout.decode().strip()
+    assert key_name.startswith("/alice/KEY/")
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    key = Ed25519Key.from_bytes(out.read_bytes())
+    assert key.name.to_uri() == key_name
+
+    before = out.read_bytes()
+    r = icnd("keygen", "--out", str(out), "--name", "/alice")
+    assert r.returncode == 1
+    assert "refusing to overwrite" in one_line_error(r)
+    assert out.read_bytes() == before
+
+
+# --- the daemon's life ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_signal_shuts_down_cleanly(tmp_path, signum):
+    config = tmp_path / "node.toml"
+    config.write_text('name = "/node/fromfile"\nlisten = ["udp://127.0.0.1:0"]\nlog_level = "warning"\n')
+    flags = ["--log-json", "--log-level", "info"] if signum == signal.SIGTERM else []
+    daemon = start(tmp_path, "--config", str(config), "--listen", "tcp://127.0.0.1:0",
+                   "--function", "apps.functions:double=/fn/double", *flags)
+    try:
+        status = daemon.wait_ready()
+        assert status["name"] == "/node/fromfile"
+        listen = status["listen"]
+        assert any(u.startswith("tcp://127.0.0.1:") for u in listen)
+        assert not any(u.startswith("udp://") for u in listen)  # the flag's list replaced the file's
+        daemon.proc.send_signal(signum)
+        assert daemon.proc.wait(timeout=10) == 0
+    finally:
+        daemon.kill()
+    assert not daemon.sock.exists()
+    stdout = daemon.stdout_path.read_text()
+    assert stdout == f"icnd: /node/fromfile ready, socket {daemon.sock}\n"
+    stderr = daemon.stderr_path.read_text().splitlines()
+    if signum == signal.SIGTERM:  # --log-json and the flag's level beat the file's "warning"
+        records = [json.loads(line) for line in stderr]
+        assert records and all({"ts", "level", "logger", "msg"} <= set(r) for r in records)
+        assert any("SIGTERM" in r["msg"] for r in records)
+        assert records[0]["ts"].endswith("Z")
+    else:  # the file's "warning" level: no info lines
+        assert stderr == []
+
+
+def test_busy_port_is_exit_2_before_anything_starts(tmp_path):
+    busy = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    busy.bind(("127.0.0.1", 0))
+    port = busy.getsockname()[1]
+    try:
+        r = icnd("run", "--socket", str(tmp_path / "b.sock"), "--listen", f"udp://127.0.0.1:{port}",
+                 timeout=10)
+    finally:
+        busy.close()
+    assert r.returncode == 2
+    assert f"127.0.0.1:{port}" in one_line_error(r)
+    assert r.stdout == b""
+    assert not (tmp_path / "b.sock").exists()
+
+
+def test_bad_config_is_exit_2_naming_file_and_key(tmp_path):
+    config = tmp_path / "bad.toml"
+    config.write_text('name = "/node/x"\nlisten_on = ["udp://127.0.0.1:0"]\n')
+    r = icnd("run", "--config", str(config), "--socket", str(tmp_path / "x.sock"), timeout=10)
+    assert r.returncode == 2
+    line = one_line_error(r)
+    assert str(config) in line and "listen_on" in line
+    assert not (tmp_path / "x.sock").exists()
+
+    r = icnd("run", "--route", "no-equals-sign", "--socket", str(tmp_path / "x.sock"), timeout=10)
+    assert r.returncode == 2
+    assert "--route" in one_line_error(r)
+
+
+def test_unknown_default_strategy_is_a_config_error(tmp_path):
+    config = tmp_path / "strategy.toml"
+    config.write_text('default_strategy = "no-such-strategy"\n')
+    r = icnd("run", "--config", str(config), "--socket", str(tmp_path / "x.sock"), timeout=10)
+    assert r.returncode == 2
+    line = one_line_error(r)
+    assert str(config) in line and "default_strategy" in line
