@@ -78,6 +78,7 @@ if __package__ in (None, ""):  # run as a script from a checkout
 import msgpack
 
 from icnd import codec
+from icnd.runtime import tune_gc
 from icnd.codec import decode, encode
 from icnd.core.forwarder import Forwarder
 from icnd.name import Name, generic, segment
@@ -458,6 +459,7 @@ def main(argv: list[str] | None = None) -> int:
 
     rng = random.Random(SEED)
     prefixes = make_prefixes(rng, FIB_ENTRIES)
+    tune_gc()  # the daemon's process settings (icnd.runtime), applied at start-up as icnd run does
     fw, routes = build_forwarder(prefixes, rng)
     clock = FakeClock()
 

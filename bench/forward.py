@@ -23,23 +23,35 @@ place from one pre-encoded template (unique name ``/bench/<run>/<seq>`` and
 nonce per Interest, so the Content Store never answers and the PIT never
 aggregates); the producer answers each with a Data (100-byte content,
 DigestSha256) patched in place from a template: name and a real digest.
-Nothing is decoded on the hot path.  Timestamps are taken once per batch.
+Nothing is decoded on the hot path; timestamps are taken once per batch.
 Interest lifetime and consumer timeout are 1 s; the warm-up is longer than
-the lifetime so PIT-expiry timers and the dead-nonce list are at steady
-state while measuring.  Lost exchanges are counted as timeouts, not retried.
+the lifetime, so PIT-expiry timers fire at their steady rate while
+measuring (the dead-nonce list, 65,536 records, fills after ~3 s at 20k/s:
+within a default run, not within ``--quick``).  Lost exchanges are counted
+as timeouts, not retried.
 
 CPU placement (2 cores): the daemon or relay is pinned to one core and the
-load generator to the other.  For ``udp-3hop`` the three daemons share the
-daemon core (so the case measures three forwarding hops on one core; its
+load generator to the other, where it busy-polls (``--no-spin``: sleep in
+epoll; a sleeping peer makes every ``sendto`` towards it pay a cross-core
+wake-up, ~10 us in this VM, charged to the forwarder).  For ``udp-3hop`` the
+three daemons share the daemon core (three forwarding hops on one core; its
 ratio is against the 1-hop relay, as for the other cases).  The load
-generator's own ceiling (consumer talking straight to producer, same code)
-is measured first and printed, so one can see it is not the bottleneck.
+generator's own ceiling (consumer straight to producer, same code) is
+measured first and printed, so one can see it is not the bottleneck.
+
+Besides rate and latency each case reports, from /proc, the CPU time the
+forwarder process(es) spent per exchange (``cpu_us_per_exchange``: robust to
+other load on the machine), their share of a core (``forwarder_cpu``), the
+CPU other processes used meanwhile (``other_cpu``; ``contended`` when above
+a quarter of a core: rate and latency are then disturbed) and ``cpu_ratio``
+= relay CPU per exchange / this case's.
 
 Output: progress on stderr; on stdout a table, then one JSON line per case
-(``--json-only``: only the JSON lines).  ``ratio`` = case exchanges/s / raw-udp-relay exchanges/s;
-the baseline prints its own line without a ratio; when it cannot run, no
-ratios are printed.  ``--profile`` runs udp-1hop once more with the daemon
-under cProfile and prints its hottest functions.
+(``--json-only``: only the JSON lines).  ``ratio`` = case exchanges/s /
+raw-udp-relay exchanges/s; the baseline prints its own line without a ratio;
+when it cannot run, no ratios are printed.  ``--profile`` then runs udp-1hop
+once more with the daemon (bench runner) under cProfile and its garbage
+collections timed, and prints the hottest functions on stderr.
 """
 
 from __future__ import annotations
@@ -124,12 +136,14 @@ class Wire:
         buf = bytearray(iwire)
         SEQ_NONCE.pack_into(buf, off, 12345, 0xCE, 0x80000001)
         got = decode(bytes(buf))
-        assert type(got) is Interest and got.name.comps[-1] == b"\x08" + SEQ.pack(12345) and got.nonce == 0x80000001
+        if not (type(got) is Interest and got.name.comps[-1] == b"\x08" + SEQ.pack(12345) and got.nonce == 0x80000001):
+            raise RuntimeError("patched Interest does not decode as meant")
         dbuf = bytearray(dwire)
         dbuf[off : off + 4] = SEQ.pack(12345)
         dbuf[self.sig_off :] = hashlib.sha256(memoryview(dbuf)[: self.portion]).digest()
         got = decode(bytes(dbuf))
-        assert type(got) is Data and got.name == Name.from_wire(comps[:2] + (b"\x08" + SEQ.pack(12345),))
+        if not (type(got) is Data and got.name == Name.from_wire(comps[:2] + (b"\x08" + SEQ.pack(12345),))):
+            raise RuntimeError("patched Data does not decode as meant")
         KeyChain().verify(got)  # the digest we patch in is the real one
 
 
@@ -150,6 +164,7 @@ class Result:
         self.rtts: list[float] = []
         self.target_cpu: list[float] = []  # CPU seconds of each process under test while measuring
         self.loadgen_cpu = 0.0
+        self.loadgen_idle = 0.0  # seconds the load generator found nothing to do while measuring
         self.other_cpu = 0.0  # CPU seconds used by everything else on the machine meanwhile
 
     def cpu_note(self) -> str:
@@ -158,7 +173,24 @@ class Result:
         parts = [f"{c / self.elapsed:.0%}" for c in self.target_cpu]
         us = self.us_per_exchange
         return (f"cpu: forwarder {'+'.join(parts) or '?'} of a core ({us:.1f} us/exchange), "
-                f"load generator {self.loadgen_cpu / self.elapsed:.0%}, other processes {self.other_cpu / self.elapsed:.0%}")
+                f"load generator {self.loadgen_cpu / self.elapsed:.0%} (busy {self.loadgen_busy:.0%}), "
+                f"other processes {self.other_cpu / self.elapsed:.0%}; bound by: {self.bottleneck}")
+
+    @property
+    def loadgen_busy(self) -> float:
+        """Share of the window the load generator was doing work, not waiting for packets."""
+        return 1.0 - self.loadgen_idle / self.elapsed if self.elapsed else float("nan")
+
+    @property
+    def bottleneck(self) -> str:
+        el = self.elapsed or float("nan")
+        if sum(self.target_cpu) / el >= 0.9 or any(c / el >= 0.9 for c in self.target_cpu):
+            return "forwarder"
+        if self.loadgen_busy >= 0.9:
+            return "load-generator"
+        if self.other_cpu / el > CONTENDED:
+            return "other-processes"
+        return "latency"  # nobody saturated: the window is too small for the round-trip time
 
     @property
     def us_per_exchange(self) -> float:
@@ -195,7 +227,7 @@ class Clock:
         self.pids = pids
         self.res = res
         self._cpu0: list[float] = []
-        self._self0 = 0.0
+        self._self0 = self._busy0 = 0.0
 
     def begin(self, now: float) -> None:
         self.measure_at = now
@@ -265,19 +297,26 @@ def run_udp(cons: socket.socket, target: tuple[str, int], prod: socket.socket, w
     clock = Clock(warmup, duration, list(pids), res)
     phase, mark = 0, 1
     next_expiry = 0.0
+    idle = 0.0  # time spent in polls that found nothing (the load generator's spare capacity)
+    last, was_idle = perf(), False
     gc_was = gc.isenabled()
     gc.disable()
     try:
         while True:
             now = perf()
+            if was_idle:
+                idle += now - last
+            last = now
             if phase == 0:
                 if now >= clock.measure_at:
                     phase, mark = 1, 2
                     clock.begin(now)
+                    idle = 0.0
             elif phase == 1:
                 if now >= clock.end_at:
                     phase = 2
                     clock.finish(now)
+                    res.loadgen_idle = idle
             elif outstanding == 0 or now >= clock.stop_at:
                 break
             if now >= next_expiry:  # Interests unanswered for TIMEOUT are given up
@@ -315,7 +354,9 @@ def run_udp(cons: socket.socket, target: tuple[str, int], prod: socket.socket, w
                     outstanding += 1
                     if mark == 2:
                         sent += 1
-            for fd, _ in poll(wait):
+            events = poll(wait)
+            was_idle = not events
+            for fd, _ in events:
                 if fd == pfd:  # producer: answer every Interest
                     for _ in range(DRAIN_BATCH):
                         try:
@@ -458,19 +499,26 @@ def run_stream(cons: socket.socket, prod: socket.socket, w: Wire, window: int,
     clock = Clock(warmup, duration, list(pids), res)
     phase, mark = 0, 1
     next_expiry = 0.0
+    idle = 0.0  # time spent in polls that found nothing (the load generator's spare capacity)
+    last, was_idle = perf(), False
     gc_was = gc.isenabled()
     gc.disable()
     try:
         while True:
             now = perf()
+            if was_idle:
+                idle += now - last
+            last = now
             if phase == 0:
                 if now >= clock.measure_at:
                     phase, mark = 1, 2
                     clock.begin(now)
+                    idle = 0.0
             elif phase == 1:
                 if now >= clock.end_at:
                     phase = 2
                     clock.finish(now)
+                    res.loadgen_idle = idle
             elif outstanding == 0 or now >= clock.stop_at:
                 break
             if now >= next_expiry:
@@ -506,7 +554,9 @@ def run_stream(cons: socket.socket, prod: socket.socket, w: Wire, window: int,
                     if mark == 2:
                         sent += n
                     cout.send(cbview[: n * ifl])
-            for fd, _ in poll(wait):
+            events = poll(wait)
+            was_idle = not events
+            for fd, _ in events:
                 if fd == pfd:
                     if pout.pending:
                         continue  # back-pressure: answer more once the node took what we have
@@ -681,19 +731,21 @@ class Case:
         self.name, self.res, self.note, self.error, self.how = name, res, note, error, how
 
 
-def case_relay(opts, workdir: str) -> Result:
+def case_relay(opts, workdir: str) -> tuple[Result, str, str]:
     w = Wire()
     cons, prod = udp_socket(), udp_socket()
     proc, port = start_relay(prod.getsockname()[1], opts.daemon_cpus, workdir)
     try:
-        return run_udp(cons, ("127.0.0.1", port), prod, w, opts.window, opts.warmup, opts.duration, [proc.pid], opts.spin)
+        res = run_udp(cons, ("127.0.0.1", port), prod, w, opts.window, opts.warmup, opts.duration, [proc.pid], opts.spin)
+        return res, "", ""
     finally:
         C.stop(proc)
         cons.close()
         prod.close()
 
 
-def _check_daemon(d: C.Daemon, before: dict, res: Result, quiet: bool) -> str:
+def _daemon_delta(d: C.Daemon, before: dict) -> str:
+    """What the daemon's own counters say happened (a cross-check of the load generator's view)."""
     try:
         after = d.counters()
     except Exception as exc:  # the numbers stand without it
@@ -703,7 +755,7 @@ def _check_daemon(d: C.Daemon, before: dict, res: Result, quiet: bool) -> str:
     return " ".join(f"{k}={delta.get(k, 0)}" for k in keys)
 
 
-def case_udp_1hop(opts, workdir: str, profile: str | None = None) -> tuple[Result, str]:
+def case_udp_1hop(opts, workdir: str, profile: str | None = None) -> tuple[Result, str, str]:
     w = Wire()
     cons, prod = udp_socket(), udp_socket()
     d = C.Daemon("fw-udp" if not profile else "fw-prof", workdir, cpus=opts.daemon_cpus, profile=profile,
@@ -712,14 +764,14 @@ def case_udp_1hop(opts, workdir: str, profile: str | None = None) -> tuple[Resul
         d.command("route", "add", prefix=w.prefix_uri, face=f"udp://127.0.0.1:{prod.getsockname()[1]}")
         before = d.counters()
         res = run_udp(cons, d.udp_address(), prod, w, opts.window, opts.warmup, opts.duration, [d.proc.pid], opts.spin)
-        return res, f"[{d.how}] " + _check_daemon(d, before, res, opts.quiet)
+        return res, _daemon_delta(d, before), d.how
     finally:
         d.stop()
         cons.close()
         prod.close()
 
 
-def case_unix_1hop(opts, workdir: str) -> tuple[Result, str]:
+def case_unix_1hop(opts, workdir: str) -> tuple[Result, str, str]:
     w = Wire()
     d = C.Daemon("fw-unix", workdir, cpus=opts.daemon_cpus, use_cli=not opts.runner)
     cons = prod = None
@@ -729,7 +781,7 @@ def case_unix_1hop(opts, workdir: str) -> tuple[Result, str]:
         cons = C.connect_unix(d.socket_path)
         before = d.counters()
         res = run_stream(cons, prod, w, opts.window, opts.warmup, opts.duration, [d.proc.pid], opts.spin)
-        return res, f"[{d.how}] " + _check_daemon(d, before, res, opts.quiet)
+        return res, _daemon_delta(d, before), d.how
     finally:
         for s in (cons, prod):
             if s is not None:
@@ -737,7 +789,7 @@ def case_unix_1hop(opts, workdir: str) -> tuple[Result, str]:
         d.stop()
 
 
-def case_udp_3hop(opts, workdir: str) -> tuple[Result, str]:
+def case_udp_3hop(opts, workdir: str) -> tuple[Result, str, str]:
     w = Wire()
     cons, prod = udp_socket(), udp_socket()
     daemons: list[C.Daemon] = []
@@ -751,8 +803,8 @@ def case_udp_3hop(opts, workdir: str) -> tuple[Result, str]:
         before = [d.counters() for d in daemons]
         res = run_udp(cons, a.udp_address(), prod, w, opts.window, opts.warmup, opts.duration,
                       [d.proc.pid for d in daemons], opts.spin and not opts.spread_3hop)
-        notes = [f"{d.label}: " + _check_daemon(d, bf, res, opts.quiet) for d, bf in zip(daemons, before)]
-        return res, f"[{a.how}] " + "; ".join(notes)
+        notes = [f"{d.label}: " + _daemon_delta(d, bf) for d, bf in zip(daemons, before)]
+        return res, "; ".join(notes), a.how
     finally:
         for d in daemons:
             d.stop()
@@ -766,13 +818,13 @@ def loadgen_ceiling(opts) -> tuple[float, float]:
     w = Wire()
     cons, prod = udp_socket(), udp_socket()
     try:
-        udp = run_udp(cons, prod.getsockname(), prod, w, opts.window, 0.2, t).rate
+        udp = run_udp(cons, prod.getsockname(), prod, w, opts.window, 0.2, t, spin=opts.spin).rate
     finally:
         cons.close()
         prod.close()
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        stream = run_stream(a, b, Wire(), opts.window, 0.2, t).rate
+        stream = run_stream(a, b, Wire(), opts.window, 0.2, t, spin=opts.spin).rate
     finally:
         a.close()
         b.close()
@@ -784,7 +836,7 @@ def profile_daemon(opts, workdir: str) -> None:
     import pstats
 
     path = os.path.join(workdir, "daemon.prof")
-    res, note = case_udp_1hop(opts, workdir, profile=path)
+    res, note, _ = case_udp_1hop(opts, workdir, profile=path)
     for _ in range(50):  # the runner writes the profile on its way out
         if os.path.exists(path):
             break
@@ -860,7 +912,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             C.log(f"load generator ceiling (no forwarder): udp {ceil_udp:,.0f}/s, unix stream {ceil_stream:,.0f}/s", quiet)
         runners = {
-            "raw-udp-relay": lambda: (case_relay(opts, workdir), ""),
+            "raw-udp-relay": lambda: case_relay(opts, workdir),
             "udp-1hop": lambda: case_udp_1hop(opts, workdir),
             "unix-1hop": lambda: case_unix_1hop(opts, workdir),
             "udp-3hop": lambda: case_udp_3hop(opts, workdir),
@@ -868,16 +920,16 @@ def main(argv: list[str] | None = None) -> int:
         for name in cases:
             C.log(f"{name}...", quiet)
             try:
-                res, note = runners[name]()
+                res, note, how = runners[name]()
             except Exception as exc:
                 results[name] = Case(name, None, error=f"{type(exc).__name__}: {exc}")
                 C.log(f"  {name}: FAILED: {type(exc).__name__}: {exc}", quiet)
                 continue
-            how = note[1:note.index("]")] if note.startswith("[") else ""
             results[name] = Case(name, res, note, how=how)
             p50, p99 = res.latency()
             C.log(f"  {res.rate:,.0f} exchanges/s, p50 {p50:.2f} ms, p99 {p99:.2f} ms "
-                  f"({res.completed} in {res.elapsed:.2f}s; {res.loss_note()}); {res.cpu_note()}; {note}", quiet)
+                  f"({res.completed} in {res.elapsed:.2f}s; {res.loss_note()}); {res.cpu_note()}"
+                  + (f"; daemon ({how}) counters: {note}" if how else ""), quiet)
         if opts.profile:
             profile_daemon(opts, workdir)
     finally:
@@ -919,8 +971,8 @@ def main(argv: list[str] | None = None) -> int:
         line.update(
             p50_ms=round(p50, 3), p99_ms=round(p99, 3), completed=res.completed, sent=res.sent,
             timeouts=res.timeouts, nacks=res.nacks,
-            cpu_us_per_exchange=_r(us, 1), forwarder_cpu=_r(fwd_cpu, 2), loadgen_cpu=_r(res.loadgen_cpu / el, 2),
-            other_cpu=_r(other, 2), contended=contended,
+            cpu_us_per_exchange=_r(us, 1), forwarder_cpu=_r(fwd_cpu, 2), loadgen_busy=_r(res.loadgen_busy, 2),
+            other_cpu=_r(other, 2), contended=contended, bound_by=res.bottleneck,
         )
         if name != "raw-udp-relay" and base_rate and us == us and base_us == base_us:
             line["cpu_ratio"] = round(base_us / us, 3)  # relay CPU per exchange / this case's
@@ -935,18 +987,20 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(line)
         r = f"{ratio:.2f}" if ratio is not None else "-"
         table.append(f"{name:<15} {res.rate:>11,.0f} {C.fmt_ms(p50):>7} {C.fmt_ms(p99):>7} {r:>6} "
-                     f"{us:>8.1f} {fwd_cpu:>5.0%} {other:>6.0%}{' !' if contended else '  '} {res.loss_note()}")
+                     f"{us:>8.1f} {fwd_cpu:>5.0%} {other:>6.0%}{' !' if contended else '  '} "
+                     f"{res.bottleneck:<15} {res.loss_note()}")
     if not quiet:
         print()
         print(f"{'case':<15} {'exchange/s':>11} {'p50 ms':>7} {'p99 ms':>7} {'ratio':>6} "
-              f"{'cpu us/x':>8} {'fwd':>5} {'others':>6}   losses")
+              f"{'cpu us/x':>8} {'fwd':>5} {'others':>6}   {'bound by':<15} losses")
         for row in table:
             print(row)
         if "raw-udp-relay" in cases and not base_rate:
             print("baseline raw-udp-relay could not run: no ratios")
         print(f"cpu us/x: CPU time of the forwarder process(es) per exchange; fwd: their share of a core; "
               f"others: CPU used meanwhile by other processes on the machine ('!': over {CONTENDED:.0%} of a "
-              f"core, the numbers are disturbed).")
+              f"core, the numbers are disturbed); bound by: what saturated (forwarder >= 90% of a core, "
+              f"load generator busy >= 90%, other processes, or none: latency-bound).")
         print(f"load generator ceiling: udp {ceil_udp:,.0f}/s, unix {ceil_stream:,.0f}/s; "
               f"target >= {TARGET_RATE:,}/s and >= {TARGET_RATIO} of the relay (1-hop cases); "
               f"python {platform.python_version()}; {time.perf_counter() - t0:.0f}s")

@@ -200,12 +200,14 @@ def build_config(args: argparse.Namespace) -> NodeConfig:
 def cmd_run(args: argparse.Namespace) -> int:
     from .logs import setup_logging
     from .node import Node, StartupError
+    from .runtime import tune_gc
 
     try:
         cfg = build_config(args)
     except ConfigError as exc:
         raise CliError(str(exc), 2) from None
     setup_logging(cfg.log_level, cfg.log_json)
+    tune_gc()
     try:
         trio.run(_run_node, Node(cfg))
     except StartupError as exc:

@@ -18,11 +18,13 @@ any failure at all raises `DecodeError` and nothing else.
 
 from __future__ import annotations
 
+import hashlib
+
 import msgpack
 
 from .errors import DecodeError
-from .name import Name, valid_wire_comps
-from .packet import Data, Interest, Nack, NackReason, Packet, SigType
+from .name import T_PARAMS, Name, params_digest, valid_wire_comps
+from .packet import Data, Interest, Nack, NackReason, Packet, SigType, new_data, new_interest
 
 VERSION = 1
 T_INTEREST = 1
@@ -121,23 +123,6 @@ def with_signature(data: Data, sig_value: bytes, portion: bytes) -> Data:
     )
 
 
-def _unpack(buf: bytes) -> tuple:
-    n = len(buf)
-    if n > MAX_PACKET_SIZE:
-        raise DecodeError(f"packet of {n} bytes exceeds {MAX_PACKET_SIZE}")
-    return msgpack.unpackb(
-        buf,
-        use_list=False,
-        raw=False,
-        strict_map_key=True,
-        max_bin_len=min(n, MAX_CONTENT_SIZE),
-        max_str_len=min(n, MAX_DETAIL_LEN),
-        max_array_len=min(n, 64),
-        max_map_len=0,
-        max_ext_len=0,
-    )
-
-
 def _name(comps: object, what: str) -> Name:
     if not valid_wire_comps(comps):
         raise DecodeError(f"invalid {what}")
@@ -150,12 +135,25 @@ def _uint(value: object, limit: int, what: str) -> int:
     return value
 
 
+_unpackb = msgpack.unpackb
+
+
 def decode(buf: bytes) -> Packet:
     """Decode one packet; raises `DecodeError` (only) on malformed input."""
+    n = len(buf)
+    if n > MAX_PACKET_SIZE:
+        raise DecodeError(f"packet of {n} bytes exceeds {MAX_PACKET_SIZE}")
     try:
-        obj = _unpack(buf)
-    except DecodeError:
-        raise
+        obj = _unpackb(
+            buf,
+            use_list=False,
+            raw=False,
+            max_bin_len=n if n < MAX_CONTENT_SIZE else MAX_CONTENT_SIZE,
+            max_str_len=n if n < MAX_DETAIL_LEN else MAX_DETAIL_LEN,
+            max_array_len=n if n < 64 else 64,
+            max_map_len=0,
+            max_ext_len=0,
+        )
     except Exception as exc:  # msgpack raises several types; all mean "malformed"
         raise DecodeError(f"not a msgpack packet: {exc.__class__.__name__}: {exc}") from None
     try:
@@ -178,46 +176,54 @@ def _decode_fields(obj: object, buf: bytes) -> Packet:
         if len(obj) != 9:
             raise DecodeError("Interest must have 9 elements")
         _, _, comps, nonce, lifetime, hop, flags, params, hints = obj
-        name = _name(comps, "Interest name")
-        _uint(nonce, _U32, "nonce")
-        _uint(lifetime, _U32, "lifetime")
-        _uint(hop, 255, "hop limit")
-        _uint(flags, 3, "flags")
+        if not valid_wire_comps(comps):
+            raise DecodeError("invalid Interest name")
+        if type(nonce) is not int or not 0 <= nonce <= _U32:
+            raise DecodeError(f"invalid nonce: {nonce!r}")
+        if type(lifetime) is not int or not 0 <= lifetime <= _U32:
+            raise DecodeError(f"invalid lifetime: {lifetime!r}")
+        if type(hop) is not int or not 0 <= hop <= 255:
+            raise DecodeError(f"invalid hop limit: {hop!r}")
+        if type(flags) is not int or not 0 <= flags <= 3:
+            raise DecodeError(f"invalid flags: {flags!r}")
+        if hints:
+            if type(hints) is not tuple or len(hints) > MAX_HINTS:
+                raise DecodeError("invalid forwarding hint")
+            hints = tuple(_name(h, "forwarding hint") for h in hints)
+        elif hints != ():
+            raise DecodeError("invalid forwarding hint")
         if params is not None:
             if type(params) is not bytes or len(params) > MAX_PARAMS_SIZE:
                 raise DecodeError("invalid application parameters")
-        if type(hints) is not tuple or len(hints) > MAX_HINTS:
-            raise DecodeError("invalid forwarding hint")
-        interest = Interest(
-            name,
-            nonce,
-            lifetime,
-            hop,
-            bool(flags & _FLAG_CBP),
-            bool(flags & _FLAG_MBF),
-            params,
-            tuple(_name(h, "forwarding hint") for h in hints),
+            if not comps or comps[-1] != params_digest(hashlib.sha256(params).digest()):
+                raise DecodeError("application parameters do not match params-sha256 component")
+        elif comps and comps[-1][0] == T_PARAMS:
+            raise DecodeError("params-sha256 component without application parameters")
+        return new_interest(
+            Name.from_wire(comps), nonce, lifetime, hop, flags & _FLAG_CBP == _FLAG_CBP,
+            flags & _FLAG_MBF == _FLAG_MBF, params, hints,
         )
-        if not interest.params_ok():
-            raise DecodeError("application parameters do not match params-sha256 component")
-        return interest
     if ptype == T_DATA:
         if len(obj) != 10:
             raise DecodeError("Data must have 10 elements")
         _, _, comps, ctype, fresh, fbid, content, sig_type, kl, sig_value = obj
-        name = _name(comps, "Data name")
-        _uint(ctype, 0xFFFF, "content type")
-        _uint(fresh, _U32, "freshness")
+        if not valid_wire_comps(comps):
+            raise DecodeError("invalid Data name")
+        if type(ctype) is not int or not 0 <= ctype <= 0xFFFF:
+            raise DecodeError(f"invalid content type: {ctype!r}")
+        if type(fresh) is not int or not 0 <= fresh <= _U32:
+            raise DecodeError(f"invalid freshness: {fresh!r}")
         if fbid is not None and (type(fbid) is not bytes or not valid_wire_comps((fbid,))):
             raise DecodeError("invalid final block id")
         if type(content) is not bytes:
             raise DecodeError("Data content is not bytes")
-        if sig_type not in _SIG_TYPES or type(sig_type) is not int:
+        if type(sig_type) is not int or sig_type not in _SIG_TYPES:
             raise DecodeError(f"unknown signature type {sig_type!r}")
         key_locator = None if kl is None else _name(kl, "key locator")
         if type(sig_value) is not bytes or len(sig_value) > MAX_SIG_SIZE:
             raise DecodeError("invalid signature value")
-        return Data(name, content, ctype, fresh, fbid, sig_type, key_locator, sig_value, bytes(buf))
+        return new_data(Name.from_wire(comps), content, ctype, fresh, fbid, sig_type, key_locator, sig_value,
+                        bytes(buf))
     if ptype == T_NACK:
         if len(obj) != 6:
             raise DecodeError("Nack must have 6 elements")

@@ -4,8 +4,11 @@ Invariants:
 - ``bytes_used`` is the sum of the wire sizes of the stored Data and never
   exceeds ``capacity_bytes`` after an insertion returns (least recently used
   entries are evicted first; a Data larger than the whole store is refused);
-- `_lru` (insertion/recency order) and `_index` (names in sorted order, for
-  can_be_prefix lookups and erase-by-prefix) always hold the same names;
+- `_lru` holds every stored name in recency order; `_index` (names in sorted
+  order, for can_be_prefix lookups, erase-by-prefix and listing), when it
+  exists, holds exactly the same names.  The index is built on the first
+  ordered query and dropped again after ``INDEX_IDLE_LIMIT`` insertions
+  without one, so exact-match-only traffic never pays for keeping it sorted;
 - a Data is *fresh* until ``inserted + freshness_ms``; stale Data still
   answers Interests without must_be_fresh.
 Lookups with an implicit digest as last component match the Data whose full
@@ -25,6 +28,7 @@ from ..name import T_DIGEST
 from ..packet import Data, Interest
 
 MAX_PREFIX_SCAN = 64  # can_be_prefix + must_be_fresh: stale entries skipped at most
+INDEX_IDLE_LIMIT = 200_000
 
 
 @dataclass(slots=True)
@@ -46,7 +50,8 @@ class ContentStore:
         self.bytes_used = 0
         self.evictions = 0
         self._lru: OrderedDict[tuple[bytes, ...], CsEntry] = OrderedDict()
-        self._index: SortedList = SortedList()
+        self._index: SortedList | None = None
+        self._index_idle = 0
 
     def __len__(self) -> int:
         return len(self._lru)
@@ -57,19 +62,31 @@ class ContentStore:
         if size > self.capacity_bytes:
             return False
         key = data.name.comps
+        index = self._index
         old = self._lru.pop(key, None)
         if old is not None:
             self.bytes_used -= old.size
-        else:
-            self._index.add(key)
+        elif index is not None:
+            index.add(key)
+            self._index_idle += 1
+            if self._index_idle > INDEX_IDLE_LIMIT:
+                self._index = index = None
         self._lru[key] = CsEntry(data, size, now + data.freshness_ms / 1000.0)
         self.bytes_used += size
         while self.bytes_used > self.capacity_bytes:
             victim, entry = self._lru.popitem(last=False)
-            self._index.remove(victim)
+            if index is not None:
+                index.remove(victim)
             self.bytes_used -= entry.size
             self.evictions += 1
         return True
+
+    def _ordered(self) -> SortedList:
+        index = self._index
+        if index is None:
+            index = self._index = SortedList(self._lru)
+        self._index_idle = 0
+        return index
 
     def lookup(self, interest: Interest, now: float) -> Data | None:
         comps = interest.name.comps
@@ -85,7 +102,7 @@ class ContentStore:
             lru.move_to_end(entry.data.name.comps)
             return entry.data
         n = len(comps)
-        index = self._index
+        index = self._ordered()
         pos = index.bisect_left(comps)
         for i in range(pos, min(pos + MAX_PREFIX_SCAN, len(index))):
             key = index[i]
@@ -103,14 +120,15 @@ class ContentStore:
         entry = self._lru.pop(comps, None)
         if entry is None:
             return False
-        self._index.remove(comps)
+        if self._index is not None:
+            self._index.remove(comps)
         self.bytes_used -= entry.size
         return True
 
     def erase(self, prefix: tuple[bytes, ...]) -> int:
         """Remove every Data under `prefix`; returns how many."""
         n = len(prefix)
-        index = self._index
+        index = self._ordered()
         pos = index.bisect_left(prefix)
         victims = []
         for i in range(pos, len(index)):
@@ -126,7 +144,7 @@ class ContentStore:
     def entries(self, prefix: tuple[bytes, ...] = ()):
         """Iterate stored Data under `prefix` in name order."""
         n = len(prefix)
-        index = self._index
+        index = self._ordered()
         for i in range(index.bisect_left(prefix), len(index)):
             key = index[i]
             if key[:n] != prefix:

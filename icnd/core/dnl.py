@@ -9,12 +9,16 @@ first when full).
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 
 class DeadNonceList:
     def __init__(self, lifetime: float = 6.0, capacity: int = 65536) -> None:
         self.lifetime = lifetime
         self.capacity = capacity
-        self._records: dict[tuple[tuple[bytes, ...], int], float] = {}
+        # OrderedDict, not dict: popping the oldest of a plain dict rescans the
+        # deleted slots at its front every time (quadratic under churn)
+        self._records: OrderedDict[tuple[tuple[bytes, ...], int], float] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._records)
@@ -22,9 +26,10 @@ class DeadNonceList:
     def add(self, comps: tuple[bytes, ...], nonce: int, now: float) -> None:
         key = (comps, nonce)
         records = self._records
-        records.pop(key, None)  # re-adding moves it to the back with a new expiry
-        if len(records) >= self.capacity:
-            del records[next(iter(records))]
+        if key in records:  # re-adding moves it to the back with a new expiry
+            records.move_to_end(key)
+        elif len(records) >= self.capacity:
+            records.popitem(last=False)
         records[key] = now + self.lifetime
 
     def has(self, comps: tuple[bytes, ...], nonce: int, now: float) -> bool:
@@ -34,7 +39,7 @@ class DeadNonceList:
     def evict_expired(self, now: float) -> None:
         records = self._records
         while records:
-            key = next(iter(records))
-            if records[key] > now:
+            key, expiry = next(iter(records.items()))
+            if expiry > now:
                 break
-            del records[key]
+            records.popitem(last=False)

@@ -26,9 +26,11 @@ class FibEntry:
     prefix: Name
     costs: dict[int, int] = field(default_factory=dict)  # face id -> cost
     nexthops: tuple[tuple[int, int], ...] = ()  # (face, cost), cheapest first
+    faces: tuple[int, ...] = ()  # the faces of `nexthops`, in the same order
 
     def _resort(self) -> None:
         self.nexthops = tuple(sorted(self.costs.items(), key=lambda fc: (fc[1], fc[0])))
+        self.faces = tuple(f for f, _ in self.nexthops)
 
 
 class Fib:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from ..name import LOCALHOST, Name
 from ..packet import (
@@ -88,7 +88,11 @@ class FaceInfo:
 
 
 def clamp_lifetime(ms: int) -> float:
-    return min(max(ms, MIN_LIFETIME_MS), MAX_LIFETIME_MS) / 1000.0
+    if ms < MIN_LIFETIME_MS:
+        return MIN_LIFETIME_MS / 1000.0
+    if ms > MAX_LIFETIME_MS:
+        return MAX_LIFETIME_MS / 1000.0
+    return ms / 1000.0
 
 
 class Forwarder:
@@ -110,7 +114,8 @@ class Forwarder:
         self.strategies = StrategyChoice(default_strategy)
         self.counters = Counters()
         self.faces: dict[int, FaceInfo] = {}
-        self._timers: list[tuple[float, int, Callable[[float], None]]] = []
+        # (due, seq, callback, arg): callback(arg, due, now); no closure per entry
+        self._timers: list[tuple[float, int, Callable[[Any, float, float], None], Any]] = []
         self._seq = itertools.count()
         self._out: list[Send] = []
         self._dnl_sweep_at: float | None = None
@@ -148,15 +153,16 @@ class Forwarder:
     def on_timer(self, now: float) -> list[Send]:
         timers = self._timers
         while timers and timers[0][0] <= now:
-            _, _, callback = heapq.heappop(timers)
-            callback(now)
+            due, _, callback, arg = heapq.heappop(timers)
+            callback(arg, due, now)
         return self._flush()
 
     def next_deadline(self) -> float | None:
         return self._timers[0][0] if self._timers else None
 
-    def schedule(self, at: float, callback: Callable[[float], None]) -> None:
-        heapq.heappush(self._timers, (at, next(self._seq), callback))
+    def schedule(self, at: float, callback: Callable[[Any, float, float], None], arg: Any = None) -> None:
+        """Call ``callback(arg, at, now)`` from `on_timer` once ``now >= at``."""
+        heapq.heappush(self._timers, (at, next(self._seq), callback, arg))
 
     def _flush(self) -> list[Send]:
         out = self._out
@@ -241,8 +247,8 @@ class Forwarder:
     def _schedule_expiry(self, entry: PitEntry) -> None:
         """Make sure a timer fires at `entry.expiry`; a later one becomes stale."""
         if entry.expiry < entry.timer_at:
-            entry.timer_at = at = entry.expiry
-            self.schedule(at, lambda t, e=entry, at=at: self.on_interest_expiry(e, at, t))
+            entry.timer_at = entry.expiry
+            self.schedule(entry.expiry, self.on_interest_expiry, entry)
 
     def _pending_interest(self, entry: PitEntry, face: int, interest: Interest, now: float) -> None:
         """An Interest for an existing entry: aggregate, suppress or retransmit."""
@@ -271,11 +277,13 @@ class Forwarder:
         if fib_entry is None:
             return []
         faces = self.faces
-        scoped = bool(entry.comps) and entry.comps[0] == LOCALHOST
-        return [
-            f for f, _ in fib_entry.nexthops
-            if f != in_face and f in faces and (not scoped or faces[f].local)
-        ]
+        comps = entry.comps
+        scoped = bool(comps) and comps[0] == LOCALHOST
+        hops = fib_entry.faces
+        if len(hops) == 1 and not scoped:  # the common case, without a comprehension
+            f = hops[0]
+            return [f] if f != in_face and f in faces else []
+        return [f for f in hops if f != in_face and f in faces and (not scoped or faces[f].local)]
 
     def send_interest(self, entry: PitEntry, face: int, interest: Interest, now: float) -> None:
         """The outgoing-Interest pipeline: out-record, hop limit, send."""
@@ -303,14 +311,16 @@ class Forwarder:
         self._out.append(Send(face, Nack(interest.name, interest.nonce, reason, detail)))
 
     def _finish(self, entry: PitEntry, now: float) -> None:
-        for out in entry.out_records.values():
-            self.dnl.add(entry.comps, out.nonce, now)
+        """Remove `entry`; its nonces go to the dead-nonce list."""
+        if entry.out_records:
+            for out in entry.out_records.values():
+                self.dnl.add(entry.comps, out.nonce, now)
+            if self._dnl_sweep_at is None:
+                self._dnl_sweep_at = now + DNL_SWEEP_INTERVAL
+                self.schedule(self._dnl_sweep_at, self._sweep_dnl)
         self.pit.remove(entry)
-        if self._dnl_sweep_at is None:
-            self._dnl_sweep_at = now + DNL_SWEEP_INTERVAL
-            self.schedule(self._dnl_sweep_at, self._sweep_dnl)
 
-    def _sweep_dnl(self, now: float) -> None:
+    def _sweep_dnl(self, arg: None, due: float, now: float) -> None:
         self.dnl.evict_expired(now)
         self._dnl_sweep_at = None
         if len(self.dnl):
@@ -338,20 +348,31 @@ class Forwarder:
         if comps and comps[0] == LOCALHOST and not self.faces[face].local:
             c.scope_violations += 1
             return
-        entries = [e for e in self.pit.match_data(data) if face in e.out_records]
+        entries = self.pit.match_data(data)
+        if len(entries) != 1 or face not in entries[0].out_records:
+            entries = [e for e in entries if face in e.out_records]
         if not entries:
             self.on_data_unsolicited(face, data)
             return
-        if data.content_type not in UNCACHED_TYPES and self.cs.insert(data, now):
+        cached = data.content_type not in UNCACHED_TYPES and self.cs.insert(data, now)
+        if cached:
             c.cs_inserts += 1
+        # Like NFD: a satisfied Interest's nonces need the dead-nonce list only
+        # if a looping copy could miss the cache (not cached, or MustBeFresh
+        # with freshness shorter than the list remembers).
+        short_fresh = data.freshness_ms < self.dnl.lifetime * 1000
+        out = self._out
         sent: set[int] = set()
         for entry in entries:
             for down, rec in entry.in_records.items():
                 if down != face and down not in sent and rec.expiry > now:
                     sent.add(down)
-                    self._out.append(Send(down, data))
+                    out.append(Send(down, data))
             c.pit_satisfied += 1
-            self._finish(entry, now)
+            if cached and not (short_fresh and entry.interest.must_be_fresh):
+                self.pit.remove(entry)
+            else:
+                self._finish(entry, now)
         c.data_out += len(sent)
 
     def on_data_unsolicited(self, face: int, data: Data) -> None:

@@ -20,9 +20,11 @@ Invariants:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..name import T_DIGEST
+
+_INF = float("inf")
 from ..packet import Data, Interest, NackReason
 from .fib import TableFull
 
@@ -42,20 +44,26 @@ class OutRecord:
     nacked: NackReason | None = None
 
 
-@dataclass(slots=True, eq=False)
 class PitEntry:
-    interest: Interest  # the first Interest: name and selectors
-    expiry: float = 0.0
-    in_records: dict[int, InRecord] = field(default_factory=dict)
-    out_records: dict[int, OutRecord] = field(default_factory=dict)
-    timer_at: float = float("inf")  # when the forwarder's authoritative expiry timer fires
-    last_forwarded: float = float("-inf")
-    suppress: float = 0.0
-    removed: bool = False
+    """One pending Interest (a plain slotted class: created per Interest, so
+    its constructor is kept cheaper than a dataclass with factories)."""
 
-    @property
-    def comps(self) -> tuple[bytes, ...]:
-        return self.interest.name.comps
+    __slots__ = ("interest", "comps", "expiry", "in_records", "out_records", "timer_at",
+                 "last_forwarded", "suppress", "removed")
+
+    def __init__(self, interest: Interest) -> None:
+        self.interest = interest  # the first Interest: name and selectors
+        self.comps: tuple[bytes, ...] = interest.name.comps
+        self.expiry = 0.0
+        self.in_records: dict[int, InRecord] = {}
+        self.out_records: dict[int, OutRecord] = {}
+        self.timer_at = _INF  # when the forwarder's authoritative expiry timer fires
+        self.last_forwarded = -_INF
+        self.suppress = 0.0
+        self.removed = False
+
+    def __repr__(self) -> str:
+        return f"<PitEntry {self.interest.name} in={sorted(self.in_records)} out={sorted(self.out_records)}>"
 
     def selectors(self) -> tuple[bool, bool]:
         return (self.interest.can_be_prefix, self.interest.must_be_fresh)

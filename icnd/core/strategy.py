@@ -58,6 +58,9 @@ class BestRoute(Strategy):
             fw.reject(entry, NackReason.NO_ROUTE, now)
             return
         outs = entry.out_records
+        if not outs:
+            fw.send_interest(entry, hops[0], interest, now)
+            return
         choice = next((f for f in hops if f not in outs), None)
         if choice is None:  # all tried: the one tried longest ago
             choice = min(hops, key=lambda f: outs[f].sent_at)

@@ -24,8 +24,8 @@ def interest(uri: str | Name, cbp: bool = False, mbf: bool = False) -> Interest:
 def check_invariants(cs: ContentStore) -> None:
     assert cs.bytes_used == sum(e.size for e in cs._lru.values())
     assert cs.bytes_used <= cs.capacity_bytes
-    assert list(cs._index) == sorted(cs._lru)
-    assert len(cs) == len(cs._lru) == len(cs._index)
+    assert list(cs._ordered()) == sorted(cs._lru)
+    assert len(cs) == len(cs._lru) == len(cs._ordered())
 
 
 # --- exact ---------------------------------------------------------------------------

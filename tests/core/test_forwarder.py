@@ -64,10 +64,10 @@ def test_duplicate_nonce_from_other_face_is_nacked_as_loop(fw: Forwarder) -> Non
 
 def test_dead_nonce_list_catches_loop_after_satisfaction(fw: Forwarder) -> None:
     fw.add_route(Name("/p"), UP1)
-    fw.on_packet(APP, interest("/p/x", 9), 0.0)
+    fw.on_packet(APP, interest("/p/x", 9, must_be_fresh=True), 0.0)
     fw.on_packet(UP1, Data(Name("/p/x"), b"v", freshness_ms=0), 0.01)
-    fw.cs.erase(())  # make sure the loop check, not the CS, answers
-    out = fw.on_packet(DOWN2, interest("/p/x", 9), 0.02)
+    # the looping copy cannot be answered by the (stale) cached Data
+    out = fw.on_packet(DOWN2, interest("/p/x", 9, must_be_fresh=True), 0.02)
     assert [type(a.packet) for a in out] == [Nack]
     assert out[0].packet.reason is NackReason.DUPLICATE
     assert fw.counters.dead_nonce_hits == 1
@@ -98,6 +98,15 @@ def test_can_be_prefix(fw: Forwarder) -> None:
     assert hit == [Send(DOWN2, data)]
     exact_miss = fw.on_packet(DOWN2, interest("/p/x", 3), 0.03)
     assert sent(exact_miss, Interest)
+
+
+def test_satisfied_fresh_data_skips_dead_nonce_list(fw: Forwarder) -> None:
+    fw.add_route(Name("/p"), UP1)
+    fw.on_packet(APP, interest("/p/x", 9), 0.0)
+    fw.on_packet(UP1, Data(Name("/p/x"), b"v", freshness_ms=60_000), 0.01)
+    assert len(fw.dnl) == 0
+    # a looping copy is answered from the cache instead
+    assert sent(fw.on_packet(DOWN2, interest("/p/x", 9), 0.02), Data)
 
 
 def test_expiry_cleans_pit(fw: Forwarder) -> None:

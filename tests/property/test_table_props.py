@@ -82,8 +82,8 @@ class ContentStoreMachine(RuleBasedStateMachine):
     @invariant()
     def lru_and_index_agree(self):
         cs = self.cs
-        assert list(cs._index) == sorted(cs._lru)
-        assert len(cs._index) == len(set(cs._index))
+        assert list(cs._ordered()) == sorted(cs._lru)
+        assert len(cs._ordered()) == len(set(cs._ordered()))
         for key, e in cs._lru.items():
             assert e.data.name.comps == key
 
@@ -281,7 +281,7 @@ def check_pit(fw: Forwarder) -> None:
     assert pit._cbp == sum(1 for e in entries if e.interest.can_be_prefix)
     cs = fw.cs
     assert cs.bytes_used == sum(e.size for e in cs._lru.values()) <= cs.capacity_bytes
-    assert list(cs._index) == sorted(cs._lru)
+    assert list(cs._ordered()) == sorted(cs._lru)
 
 
 def run_timers(fw: Forwarder, now: float) -> None:
