@@ -10,8 +10,10 @@
   ``python -m icnd run`` when the CLI exists (else, or if it does not come
   up, with the runner below), ready when a management ``status get`` answers;
 - `daemon_main`: the runner, ``python -c`` entry point that builds
-  ``NodeConfig`` -> ``Node`` -> ``bind()`` -> ``serve()``, stops cleanly on
-  SIGTERM/SIGINT, and can run the whole daemon under cProfile (``--profile``);
+  ``NodeConfig`` -> ``Node`` -> ``bind()`` -> ``serve()`` (after the same
+  process set-up as ``icnd run``: `icnd.runtime.tune_gc` when it exists),
+  stops cleanly on SIGTERM/SIGINT, and can run the whole daemon under
+  cProfile (``--profile``) and time its garbage collections (``--gc-stats``);
 - `command` / `command_on`: management commands over a Unix connection,
   synchronous (blocking socket with a deadline), built with icnd's own codec,
   so a load generator can register a route for *its own* connection
@@ -469,6 +471,7 @@ def daemon_main(argv: list[str] | None = None) -> None:
     ap.add_argument("--listen", action="append", default=[])
     ap.add_argument("--profile", help="write a cProfile of the whole run to this file")
     ap.add_argument("--gc-stats", action="store_true", help="log garbage-collection pauses at exit")
+    ap.add_argument("--no-tune-gc", action="store_true", help="keep CPython's default GC settings")
     args = ap.parse_args(argv)
     if args.gc_stats:
         _install_gc_stats()
@@ -478,6 +481,14 @@ def daemon_main(argv: list[str] | None = None) -> None:
 
     from icnd.config import NodeConfig
     from icnd.node import Node
+
+    if not args.no_tune_gc:  # set the process up as `icnd run` does
+        try:
+            from icnd.runtime import tune_gc
+        except ImportError:
+            pass
+        else:
+            tune_gc()
 
     async def run() -> None:
         node = Node(NodeConfig(name=args.name, socket=args.socket, listen=args.listen))

@@ -297,16 +297,12 @@ def run_udp(cons: socket.socket, target: tuple[str, int], prod: socket.socket, w
     clock = Clock(warmup, duration, list(pids), res)
     phase, mark = 0, 1
     next_expiry = 0.0
-    idle = 0.0  # time spent in polls that found nothing (the load generator's spare capacity)
-    last, was_idle = perf(), False
+    idle = 0.0  # time spent waiting for packets or polling in vain (the load generator's spare capacity)
     gc_was = gc.isenabled()
     gc.disable()
     try:
         while True:
             now = perf()
-            if was_idle:
-                idle += now - last
-            last = now
             if phase == 0:
                 if now >= clock.measure_at:
                     phase, mark = 1, 2
@@ -354,8 +350,10 @@ def run_udp(cons: socket.socket, target: tuple[str, int], prod: socket.socket, w
                     outstanding += 1
                     if mark == 2:
                         sent += 1
+            t_poll = perf()
             events = poll(wait)
-            was_idle = not events
+            t_woke = perf()
+            idle += (t_woke - t_poll) if events else (t_woke - now)  # blocked, or a useless round
             for fd, _ in events:
                 if fd == pfd:  # producer: answer every Interest
                     for _ in range(DRAIN_BATCH):
@@ -499,16 +497,12 @@ def run_stream(cons: socket.socket, prod: socket.socket, w: Wire, window: int,
     clock = Clock(warmup, duration, list(pids), res)
     phase, mark = 0, 1
     next_expiry = 0.0
-    idle = 0.0  # time spent in polls that found nothing (the load generator's spare capacity)
-    last, was_idle = perf(), False
+    idle = 0.0  # time spent waiting for packets or polling in vain (the load generator's spare capacity)
     gc_was = gc.isenabled()
     gc.disable()
     try:
         while True:
             now = perf()
-            if was_idle:
-                idle += now - last
-            last = now
             if phase == 0:
                 if now >= clock.measure_at:
                     phase, mark = 1, 2
@@ -554,8 +548,10 @@ def run_stream(cons: socket.socket, prod: socket.socket, w: Wire, window: int,
                     if mark == 2:
                         sent += n
                     cout.send(cbview[: n * ifl])
+            t_poll = perf()
             events = poll(wait)
-            was_idle = not events
+            t_woke = perf()
+            idle += (t_woke - t_poll) if events else (t_woke - now)  # blocked, or a useless round
             for fd, _ in events:
                 if fd == pfd:
                     if pout.pending:

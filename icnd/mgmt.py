@@ -22,6 +22,7 @@ from .codec import decode, encode
 from .core.fib import TableFull
 from .errors import DecodeError
 from .faces import Face
+from .faces.link import LinkParams
 from .name import T_RNP, Name
 from .packet import Data, Interest
 from .security import DigestKey
@@ -49,7 +50,8 @@ def _arg(args: dict[str, Any], key: str, kind: type | tuple[type, ...], default:
             raise CommandError(400, f"missing argument {key!r}")
         return default
     value = args[key]
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is int:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
         raise CommandError(400, f"argument {key!r} has the wrong type")
     return value
 
@@ -70,6 +72,7 @@ class Management:
             ("face", "list"): self.face_list,
             ("face", "create"): self.face_create,
             ("face", "destroy"): self.face_destroy,
+            ("face", "link"): self.face_link,
             ("route", "list"): self.route_list,
             ("route", "add"): self.route_add,
             ("route", "remove"): self.route_remove,
@@ -111,7 +114,7 @@ class Management:
         return self.node.status()
 
     def _face_info(self, face: Face) -> dict:
-        return {
+        info = {
             "id": face.id,
             "remote_uri": face.remote_uri,
             "local_uri": face.local_uri,
@@ -119,6 +122,16 @@ class Management:
             "persistent": face.persistent,
             "counters": face.counters.as_dict(),
         }
+        link = self.node.links.get(face.id)
+        if link is not None:
+            sender = link[0]
+            params = sender.model.params
+            info["link"] = {
+                "delay_ms": params.delay_ms, "loss": params.loss, "bandwidth_mbps": params.bandwidth_mbps,
+                "queue_bytes": params.queue_bytes, "up": params.up,
+                "stats": {**sender.model.stats(), "dropped_in_flight": sender.dropped_in_flight},
+            }
+        return info
 
     async def face_list(self, face: Face, args: dict) -> Any:
         return [self._face_info(f) for f in sorted(self.node.faces.values(), key=lambda f: f.id)]
@@ -139,6 +152,24 @@ class Management:
         if not await self.node.destroy_face(face_id):
             raise CommandError(404, f"no face {face_id}")
         return {"id": face_id}
+
+    async def face_link(self, face: Face, args: dict) -> Any:
+        """Emulated link parameters on a face's outgoing traffic (see faces/link.py)."""
+        target = await self._resolve_face(face, _arg(args, "face", (int, str)))
+        current = self.node.links.get(target.id)
+        base = current[0].model.params if current is not None else LinkParams()
+        try:
+            params = LinkParams(
+                delay_ms=_arg(args, "delay_ms", (int, float), base.delay_ms),
+                loss=_arg(args, "loss", (int, float), base.loss),
+                bandwidth_mbps=_arg(args, "bandwidth_mbps", (int, float), base.bandwidth_mbps),
+                queue_bytes=_arg(args, "queue_bytes", int, base.queue_bytes),
+                up=_arg(args, "up", bool, base.up),
+            )
+        except (TypeError, ValueError) as exc:
+            raise CommandError(400, str(exc)) from None
+        self.node.set_link(target.id, params, _arg(args, "seed", int, None))
+        return self._face_info(target)
 
     async def _resolve_face(self, requester: Face, spec: Any) -> Face:
         if spec == "self":

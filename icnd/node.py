@@ -24,6 +24,7 @@ import logging
 import math
 import os
 import time
+from typing import Callable
 
 import trio
 
@@ -34,6 +35,7 @@ from .core.fib import TableFull
 from .core.forwarder import Forwarder
 from .errors import DecodeError
 from .faces import Face, UdpListener, connect_face, open_listener, parse_face_uri
+from .faces.link import LinkModel, LinkParams, ShapedSender
 from .name import LOCALHOST, Name, generic
 from .packet import ContentType, Data, Interest, Nack, NackReason
 from .repo import Repo
@@ -63,6 +65,10 @@ class Node:
             default_strategy=config.default_strategy,
         )
         self.faces: dict[int, Face] = {}
+        # face id -> the function that puts bytes on it: face.send, or a link
+        # emulator's send when the face has emulated delay/loss/bandwidth
+        self._senders: dict[int, Callable[[bytes], None]] = {}
+        self.links: dict[int, tuple[ShapedSender, trio.CancelScope]] = {}
         self._face_ids = itertools.count(INTERNAL_FACE + 1)
         self._listeners: list = []
         self._udp: list[UdpListener] = []
@@ -195,6 +201,7 @@ class Node:
         assert self._nursery is not None, "node is not running"
         face.id = next(self._face_ids)
         self.faces[face.id] = face
+        self._senders[face.id] = face.send
         self.fw.add_face(face.id, local=face.local)
         self._nursery.start_soon(self._run_face, face)
         log.debug("face %d up: %s", face.id, face.remote_uri)
@@ -205,6 +212,10 @@ class Node:
             await face.run(self._on_receive)
         finally:
             self.faces.pop(face.id, None)
+            self._senders.pop(face.id, None)
+            link = self.links.pop(face.id, None)
+            if link is not None:
+                link[1].cancel()
             self._idle_seen.pop(face.id, None)
             self._dispatch(self.fw.on_face_down(face.id, trio.current_time()))
             log.debug("face %d down: %s (%s)", face.id, face.remote_uri, face.close_reason)
@@ -281,16 +292,14 @@ class Node:
 
     def _dispatch(self, actions) -> None:
         internal: list[Interest] = []
-        faces = self.faces
+        senders = self._senders
         while True:
             for face_id, packet in actions:
-                if face_id == INTERNAL_FACE:
-                    if type(packet) is Interest:
-                        internal.append(packet)
-                    continue
-                face = faces.get(face_id)
-                if face is not None:
-                    face.send(encode(packet))
+                send = senders.get(face_id)
+                if send is not None:
+                    send(encode(packet))
+                elif face_id == INTERNAL_FACE and type(packet) is Interest:
+                    internal.append(packet)
             if not internal:
                 break
             interest = internal.pop()
@@ -337,6 +346,32 @@ class Node:
             return False
         self.fw.fib.remove(name, INTERNAL_FACE)
         return True
+
+    def set_link(self, face_id: int, params: LinkParams, seed: int | None = None) -> LinkModel:
+        """Emulate delay/loss/bandwidth/up-down on `face_id`'s outgoing traffic.
+
+        The first call puts a `ShapedSender` (one task) in front of the face;
+        later calls change its parameters at run time (cut: ``up=False``)."""
+        face = self.faces.get(face_id)
+        if face is None:
+            raise KeyError(face_id)
+        link = self.links.get(face_id)
+        if link is not None:
+            link[0].model.set_params(params)
+            return link[0].model
+        assert self._nursery is not None
+        model = LinkModel(params, seed=face_id if seed is None else seed)
+        sender = ShapedSender(model, face.send)
+        scope = trio.CancelScope()
+        self.links[face_id] = (sender, scope)
+        self._senders[face_id] = sender.send
+
+        async def run_sender() -> None:
+            with scope:
+                await sender.run()
+
+        self._nursery.start_soon(run_sender)
+        return model
 
     # --- timers ---------------------------------------------------------------------------------
     async def _timer_loop(self) -> None:

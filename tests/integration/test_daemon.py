@@ -148,3 +148,36 @@ async def test_restart_keeps_published_data_with_data_dir(daemons, tmp_path) -> 
         data = await ca.fetch("/keep/me")
     assert data.content == b"persistent"
     assert os.path.exists(os.path.join(data_dir, "repo.sqlite3"))
+
+
+async def test_emulated_link_delay_loss_and_cut(daemons) -> None:
+    a, b, c = await line3(daemons)
+    async with c.connect() as cc:
+        await cc.publish("/data/far", b"x", freshness=0)
+    async with a.connect() as ca, b.connect() as cb:
+        # 20 ms each way on a->b and b->a
+        await ca.command("face", "link", face=b.uri("udp"), delay_ms=20)
+        await cb.command("face", "link", face=a.uri("udp"), delay_ms=20)
+        start = trio.current_time()
+        await ca.fetch("/node/c/ping/1", must_be_fresh=True)
+        assert trio.current_time() - start >= 0.040
+        faces = await ca.command("face", "list")
+        shaped = [f for f in faces if f["remote_uri"] == b.uri("udp")]
+        assert shaped[0]["link"]["delay_ms"] == 20
+        # cut: nothing gets through; heal: back to normal
+        await ca.command("face", "link", face=b.uri("udp"), up=False)
+        try:
+            await ca.fetch("/node/c/ping/2", must_be_fresh=True, timeout=0.5)
+        except icnd.Timeout:
+            pass
+        else:
+            raise AssertionError("a cut link delivered")
+        await ca.command("face", "link", face=b.uri("udp"), up=True, delay_ms=0)
+        await cb.command("face", "link", face=a.uri("udp"), delay_ms=0)
+        assert (await ca.fetch("/node/c/ping/3", must_be_fresh=True)).name.to_uri() == "/node/c/ping/3"
+        try:
+            await ca.command("face", "link", face=b.uri("udp"), loss=1.5)
+        except icnd.RemoteError as exc:
+            assert "loss" in str(exc)
+        else:
+            raise AssertionError("loss 1.5 accepted")
