@@ -195,7 +195,13 @@ class Client:
         if not chain.can_verify(data):
             if data.sig_type != SigType.ED25519 or data.key_locator is None:
                 raise VerificationError(f"{data.name}: signed by unknown key {data.key_locator}")
-            key_data = await self.express(Interest(data.key_locator, can_be_prefix=True), timeout=timeout)
+            try:
+                key_data = await self.express(Interest(data.key_locator, can_be_prefix=True), timeout=timeout)
+            except (Nacked, Timeout) as exc:
+                raise VerificationError(
+                    f"{data.name}: cannot retrieve its signing key {data.key_locator} ({exc}); "
+                    "is there a route to the signer's prefix?"
+                ) from None
             if key_data.content_type != ContentType.KEY or len(key_data.content) != 32:
                 raise VerificationError(f"{data.name}: {data.key_locator} is not an Ed25519 public key")
             chain.add_trusted(data.key_locator, Ed25519VerifyKey.from_bytes(key_data.content))
