@@ -3,6 +3,8 @@
 - `emit_json` / `log`: one JSON line per result on stdout, progress on stderr;
 - `percentile` / `latency_ms`: nearest-rank percentiles;
 - `cpu_plan` / `pin`: which core the daemons get and which the load generator;
+- `cpu_seconds` / `self_cpu_seconds` / `machine_busy_seconds`: CPU time from
+  /proc, to tell a process's own cost from the load of everything else;
 - `spawn` / `stop` / `stop_all`: child processes that are always reaped: each
   child gets ``PR_SET_PDEATHSIG`` (it dies if the benchmark dies, even by
   SIGKILL), and `stop_all` runs at interpreter exit and on SIGTERM/SIGHUP;

@@ -375,8 +375,10 @@ class Node:
 
     # --- timers ---------------------------------------------------------------------------------
     async def _timer_loop(self) -> None:
+        timers = self.fw.timers
         while True:
             deadline = self.fw.next_deadline()
+            timers.pushed_min = math.inf  # next_deadline accounts for everything pushed so far
             with trio.CancelScope(deadline=math.inf if deadline is None else deadline) as scope:
                 self._timer_scope = scope
                 await trio.sleep_forever()
@@ -384,11 +386,14 @@ class Node:
             self._dispatch(self.fw.on_timer(trio.current_time()))
 
     def _rearm_timer(self) -> None:
-        scope = self._timer_scope
-        if scope is not None:
-            deadline = self.fw.next_deadline()
-            if deadline is not None and deadline < scope.deadline:
-                scope.deadline = deadline
+        """Move the timer task's wake-up earlier if a packet pushed an earlier timer."""
+        timers = self.fw.timers
+        earliest = timers.pushed_min
+        if earliest != math.inf:
+            timers.pushed_min = math.inf
+            scope = self._timer_scope
+            if scope is not None and earliest < scope.deadline:
+                scope.deadline = earliest
 
     # --- status -----------------------------------------------------------------------------------
     def status(self) -> dict:

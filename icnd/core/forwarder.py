@@ -28,8 +28,6 @@ other face is Nacked *prohibited*) and only sent to local faces.  Every decision
 
 from __future__ import annotations
 
-import heapq
-import itertools
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
@@ -49,6 +47,7 @@ from .dnl import DeadNonceList
 from .fib import Fib, FibEntry, TableFull
 from .pit import OutRecord, Pit, PitEntry
 from .strategy import StrategyChoice
+from .timers import TimerQueue
 
 SUPPRESS_INITIAL = 0.010  # retransmission suppression, doubles per retransmission
 SUPPRESS_MAX = 0.250
@@ -114,9 +113,7 @@ class Forwarder:
         self.strategies = StrategyChoice(default_strategy)
         self.counters = Counters()
         self.faces: dict[int, FaceInfo] = {}
-        # (due, seq, callback, arg): callback(arg, due, now); no closure per entry
-        self._timers: list[tuple[float, int, Callable[[Any, float, float], None], Any]] = []
-        self._seq = itertools.count()
+        self.timers = TimerQueue()
         self._out: list[Send] = []
         self._dnl_sweep_at: float | None = None
 
@@ -151,18 +148,15 @@ class Forwarder:
         return self._flush()
 
     def on_timer(self, now: float) -> list[Send]:
-        timers = self._timers
-        while timers and timers[0][0] <= now:
-            due, _, callback, arg = heapq.heappop(timers)
-            callback(arg, due, now)
+        self.timers.run_due(now)
         return self._flush()
 
     def next_deadline(self) -> float | None:
-        return self._timers[0][0] if self._timers else None
+        return self.timers.next_due()
 
     def schedule(self, at: float, callback: Callable[[Any, float, float], None], arg: Any = None) -> None:
         """Call ``callback(arg, at, now)`` from `on_timer` once ``now >= at``."""
-        heapq.heappush(self._timers, (at, next(self._seq), callback, arg))
+        self.timers.push(at, callback, arg)
 
     def _flush(self) -> list[Send]:
         out = self._out
@@ -248,7 +242,7 @@ class Forwarder:
         """Make sure a timer fires at `entry.expiry`; a later one becomes stale."""
         if entry.expiry < entry.timer_at:
             entry.timer_at = entry.expiry
-            self.schedule(entry.expiry, self.on_interest_expiry, entry)
+            self.timers.push(entry.expiry, self.on_interest_expiry, entry, entry.interest.lifetime_ms)
 
     def _pending_interest(self, entry: PitEntry, face: int, interest: Interest, now: float) -> None:
         """An Interest for an existing entry: aggregate, suppress or retransmit."""
@@ -362,18 +356,26 @@ class Forwarder:
         # with freshness shorter than the list remembers).
         short_fresh = data.freshness_ms < self.dnl.lifetime * 1000
         out = self._out
-        sent: set[int] = set()
-        for entry in entries:
+        if len(entries) == 1:  # the common case: no need to de-duplicate downstreams
+            entry = entries[0]
             for down, rec in entry.in_records.items():
-                if down != face and down not in sent and rec.expiry > now:
-                    sent.add(down)
+                if down != face and rec.expiry > now:
                     out.append(Send(down, data))
+                    c.data_out += 1
+        else:
+            sent: set[int] = set()
+            for entry in entries:
+                for down, rec in entry.in_records.items():
+                    if down != face and down not in sent and rec.expiry > now:
+                        sent.add(down)
+                        out.append(Send(down, data))
+            c.data_out += len(sent)
+        for entry in entries:
             c.pit_satisfied += 1
             if cached and not (short_fresh and entry.interest.must_be_fresh):
                 self.pit.remove(entry)
             else:
                 self._finish(entry, now)
-        c.data_out += len(sent)
 
     def on_data_unsolicited(self, face: int, data: Data) -> None:
         self.counters.unsolicited_data += 1

@@ -39,12 +39,13 @@ spec order) mapped to its routes sorted by prefix, then cost, then neighbour.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
+import itertools
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .spec import TopologySpec, node_prefix
 
-__all__ = ["Route", "derive_routes", "originated_prefixes", "shortest_distances"]
+__all__ = ["Route", "RouteOracle", "derive_routes", "originated_prefixes", "shortest_distances"]
 
 
 @dataclass(frozen=True)
@@ -97,12 +98,25 @@ def originated_prefixes(spec: TopologySpec) -> dict[str, list[str]]:
     return {name: [node_prefix(name), *node.function_prefixes] for name, node in spec.nodes.items()}
 
 
-def derive_routes(spec: TopologySpec) -> dict[str, list[Route]]:
+def derive_routes(
+    spec: TopologySpec, destinations: Iterable[str] | None = None
+) -> dict[str, list[Route]]:
     """Routes to install at every node (see the module docstring for the rules).
 
     Cost: one Dijkstra per (node, neighbour) pair, i.e. ``2 * len(links)``
     runs over the graph; output size is about nodes x prefixes x degree.
+
+    ``destinations`` (node names) restricts the output to the prefixes those
+    nodes originate (their node prefixes and the functions they host); the
+    routes for each such prefix are exactly those of the full derivation
+    (an anycast prefix still counts every node hosting it).  This is the
+    fast path for large graphs where only a few destinations matter: it
+    costs one Dijkstra per prefix plus a short A* search per (node,
+    neighbour) whose every shortest path might run back through the node;
+    see `RouteOracle`.
     """
+    if destinations is not None:
+        return _derive_toward(spec, destinations)
     adj = _graph(spec)
     origins: dict[str, list[str]] = {}
     for name, prefixes in originated_prefixes(spec).items():
@@ -127,3 +141,138 @@ def derive_routes(spec: TopologySpec) -> dict[str, list[Route]]:
             key=lambda r: (r.prefix, r.cost, r.via),
         )
     return routes
+
+
+def _derive_toward(spec: TopologySpec, destinations: Iterable[str]) -> dict[str, list[Route]]:
+    oracle = RouteOracle(spec)
+    originated = originated_prefixes(spec)
+    wanted: dict[str, None] = {}
+    for d in destinations:
+        if d not in spec.nodes:
+            raise KeyError(d)
+        wanted.update(dict.fromkeys(originated[d]))
+    routes: dict[str, list[Route]] = {}
+    for n in spec.nodes:
+        out: list[Route] = []
+        for prefix in wanted:
+            out.extend(oracle.routes(n, prefix))
+        out.sort(key=lambda r: (r.prefix, r.cost, r.via))
+        routes[n] = out
+    return routes
+
+
+class RouteOracle:
+    """The routes of `derive_routes`, computed on demand for one (node, prefix).
+
+    ``oracle.routes(n, prefix)`` equals the routes ``derive_routes(spec)[n]``
+    holds for ``prefix`` (sorted by cost, then neighbour), without deriving
+    anything else: a simulator of a large topology asks only for the nodes
+    and prefixes its packets actually meet.
+
+    Method: for a prefix with hosts ``H``, one multi-source Dijkstra gives
+    ``D(x) = dist_G(x, H)``.  At node ``n`` the route via neighbour ``m``
+    needs ``D_n(m) = dist_{G - n}(m, H - {n})``.  When ``D(m) <= D(n)`` no
+    shortest path from ``m`` can run through ``n`` (costs are >= 1), so
+    ``D_n(m) = D(m)``; otherwise an A* search from ``m`` in ``G - n`` with
+    the consistent heuristic ``D`` finds it, usually in a few steps.
+    """
+
+    def __init__(self, spec: TopologySpec) -> None:
+        self.spec = spec
+        self._adj = _graph(spec)
+        self._hosts: dict[str, list[str]] = {}
+        for name, prefixes in originated_prefixes(spec).items():
+            for prefix in prefixes:
+                self._hosts.setdefault(prefix, []).append(name)
+        self._dist: dict[str, dict[str, int]] = {}
+
+    def prefixes(self) -> list[str]:
+        """Every originated prefix, in first-origination order."""
+        return list(self._hosts)
+
+    def hosts(self, prefix: str) -> list[str]:
+        """The nodes originating ``prefix`` (empty if none)."""
+        return list(self._hosts.get(prefix, ()))
+
+    def distances(self, prefix: str) -> dict[str, int]:
+        """``dist_G(x, hosts)`` for every node ``x`` that can reach a host (cached)."""
+        dist = self._dist.get(prefix)
+        if dist is None:
+            dist = self._dist[prefix] = _multi_dijkstra(self._adj, self._hosts.get(prefix, ()))
+        return dist
+
+    def routes(self, node: str, prefix: str) -> list[Route]:
+        """The routes at ``node`` toward ``prefix``, cheapest first (ties: neighbour name)."""
+        if node not in self._adj:
+            raise KeyError(node)
+        hosts = self._hosts.get(prefix)
+        if not hosts or (len(hosts) == 1 and hosts[0] == node):
+            return []
+        dist = self.distances(prefix)
+        here = dist.get(node)
+        if here is None:
+            return []
+        out = []
+        for m, link_cost in self._adj[node].items():
+            dm = dist.get(m)
+            if dm is None:
+                continue
+            if dm > here:
+                dm = _astar(self._adj, m, node, dist)
+                if dm is None:
+                    continue
+            out.append(Route(prefix, m, link_cost + dm))
+        out.sort(key=lambda r: (r.cost, r.via))
+        return out
+
+
+def _multi_dijkstra(adj: Graph, sources: Iterable[str]) -> dict[str, int]:
+    dist: dict[str, int] = {}
+    heap: list[tuple[int, str]] = []
+    for s in sources:
+        dist[s] = 0
+        heap.append((0, s))
+    heapq.heapify(heap)
+    while heap:
+        d, u = heapq.heappop(heap)
+        if d > dist[u]:
+            continue
+        for v, c in adj[u].items():
+            nd = d + c
+            if nd < dist.get(v, nd + 1):
+                dist[v] = nd
+                heapq.heappush(heap, (nd, v))
+    return dist
+
+
+def _astar(adj: Graph, start: str, removed: str, h: Mapping[str, int]) -> int | None:
+    """``dist_{G - removed}(start, hosts)`` by A* with heuristic ``h`` (the
+    distances to the hosts in the whole graph ``G``), or None if unreachable.
+
+    The search stops at the first node ``x`` popped with ``h[x] <= h[removed]``:
+    no shortest path from such an ``x`` runs through ``removed`` (costs are
+    >= 1), so ``h[x]`` is exact in ``G - removed`` as well, and with a
+    consistent heuristic the first such pop is optimal.
+    """
+    # (f, -g, tie, node): prefer deeper nodes among equal f, so searches on
+    # graphs with many equal-cost paths (grids) head straight on.
+    bound = h[removed]
+    g = {start: 0}
+    tie = itertools.count()
+    heap = [(h[start], 0, next(tie), start)]
+    while heap:
+        _, neg_g, _, u = heapq.heappop(heap)
+        gu = -neg_g
+        if gu > g[u]:
+            continue
+        hu = h[u]
+        if hu <= bound:
+            return gu + hu
+        for v, c in adj[u].items():
+            if v == removed:
+                continue
+            nd = gu + c
+            if nd < g.get(v, nd + 1):
+                g[v] = nd
+                heapq.heappush(heap, (nd + h[v], -nd, next(tie), v))
+    return None

@@ -1,0 +1,917 @@
+"""Launch a topology: one ``icnd run`` daemon per node (interface §6).
+
+    async with icnd.topology.launch("topologies/grid9.toml") as net:
+        c = await net.connect("n00")            # a Client, closed with the topology
+        await net.kill("n11"); await net.restart("n11")
+        await net.cut("n00", "n01"); await net.heal("n00", "n01")
+
+Two modes:
+
+- processes (default): every node is an ``icnd run`` process on loopback,
+  listening on UDP and TCP ports the kernel picks (``127.0.0.1:0``); the
+  launcher reads the bound URIs back from ``status`` and records them, so a
+  restarted node comes back on the *same* ports and its neighbours' faces
+  stay valid;
+- network namespaces (``netns=True``, root only; see `icnd.topology.netns`):
+  one namespace per node, a veth pair per link, the daemon listening on port
+  6363 of its link addresses; bandwidth limits are tbf qdiscs.
+
+In both modes the Unix sockets, logs (``<node>.log``, the daemon's stderr)
+and data directories (``<node>/data``: identity key and published data)
+live in the work directory, and links are emulated in user space through the
+faces (``face link``: delay, loss and, in process mode, bandwidth; each side
+shapes its own outgoing direction, with deterministic seeds).  Routes are the
+ones `derive_routes` computes, installed with ``route add`` toward each
+neighbour's face.
+
+Readiness is checked, never slept for: the launcher polls each node's
+``status`` over its socket until it answers (or the node exits, or the
+deadline passes: the error carries the end of the node's log).
+
+State and cleanup.  ``<workdir>/topology.json`` records the launcher's pid,
+every node's pid (with its start time, so a recycled pid is never killed),
+socket and URIs, and -- written *before* they are created -- every namespace
+and veth name.  On exit, error or cancellation the launcher stops every node
+(SIGTERM, then SIGKILL after a bounded wait), removes the sockets and deletes
+exactly the recorded namespaces.  The daemons also get SIGTERM from the
+kernel if the launcher dies (``PR_SET_PDEATHSIG``); whatever else a crashed
+launcher leaves (its namespaces, its state file) is removed by `topo_down`
+or by the next launch in the same work directory.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import logging
+import os
+import secrets
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, AsyncIterator, TextIO
+
+import trio
+
+from ..client import Client, unwrap
+from ..client import connect as _connect
+from ..errors import Error
+from . import netns as _netns
+from .routes import Route, derive_routes
+from .spec import LinkSpec, TopologyError, TopologySpec, load, node_prefix
+
+__all__ = [
+    "STATE_FILE",
+    "LaunchError",
+    "Network",
+    "NodeHandle",
+    "default_workdir",
+    "launch",
+    "main_up",
+    "topo_down",
+    "topo_up",
+]
+
+log = logging.getLogger("icnd.topology")
+
+STATE_FILE = "topology.json"
+STATE_FORMAT = 1
+READY_TIMEOUT = 20.0
+STOP_TIMEOUT = 5.0
+COMMAND_TIMEOUT = 10.0
+MAX_SOCKET_PATH = 107  # sizeof(sun_path) - 1
+
+
+class LaunchError(Error):
+    """A topology could not be started (a node failed, a name is taken, ...)."""
+
+
+# --- processes ------------------------------------------------------------------------------------
+
+try:
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
+except (OSError, AttributeError):  # pragma: no cover - not Linux
+    _prctl = None
+_PR_SET_PDEATHSIG = 1
+
+
+def _child_setup() -> None:
+    """In the forked child: get SIGTERM when the launcher dies (no orphaned daemons)."""
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+
+
+def _proc_stat(pid: int) -> tuple[str, int] | None:
+    """``(state, start time in clock ticks)`` of ``pid``, or None if there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    fields = text[text.rfind(")") + 2 :].split()
+    try:
+        return fields[0], int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def _proc_start(pid: int) -> int | None:
+    info = _proc_stat(pid)
+    return info[1] if info else None
+
+
+def _is_running(pid: int | None, start: int | None) -> bool:
+    """True if ``pid`` is the very process recorded (same start time) and not a zombie."""
+    if not pid:
+        return False
+    info = _proc_stat(pid)
+    if info is None or info[0] in ("Z", "X"):
+        return False
+    return start is None or info[1] == start
+
+
+class _Target:
+    """A process to stop: our own child (``popen``) or a recorded pid + start time."""
+
+    def __init__(self, pid: int, start: int | None, popen: subprocess.Popen | None = None) -> None:
+        self.pid, self.start, self.popen = pid, start, popen
+
+    def running(self) -> bool:
+        if self.popen is not None:
+            return self.popen.poll() is None
+        return _is_running(self.pid, self.start)
+
+    def signal(self, sig: int) -> None:
+        if self.running():
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass
+
+
+def _stop_processes(targets: list[_Target], timeout: float = STOP_TIMEOUT) -> list[int]:
+    """SIGTERM every target, wait up to ``timeout``, SIGKILL the rest; returns the pids stopped."""
+    live = [t for t in targets if t.running()]
+    for t in live:
+        t.signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while any(t.running() for t in live) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stubborn = [t for t in live if t.running()]
+    for t in stubborn:
+        log.warning("pid %d did not stop within %gs; killing it", t.pid, timeout)
+        t.signal(signal.SIGKILL)
+    deadline = time.monotonic() + 2.0
+    while any(t.running() for t in stubborn) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return [t.pid for t in live]
+
+
+def _remove_socket(path: str) -> None:
+    try:
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def _log_tail(path: str, limit: int = 2000) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - limit))
+            text = f.read().decode("utf-8", "replace").strip()
+    except OSError:
+        return "(no log)"
+    return text or "(log is empty)"
+
+
+# --- state file ---------------------------------------------------------------------------------
+
+
+def _state_path(workdir: str) -> str:
+    return os.path.join(workdir, STATE_FILE)
+
+
+def _read_state(workdir: str) -> dict | None:
+    path = _state_path(workdir)
+    try:
+        with open(path, encoding="utf-8") as f:
+            state = json.load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise LaunchError(f"{path}: unreadable topology state: {exc}") from None
+    if not isinstance(state, dict):
+        raise LaunchError(f"{path}: unreadable topology state: not an object")
+    return state
+
+
+def _write_state(workdir: str, state: dict) -> None:
+    path = _state_path(workdir)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(state, f, indent=2)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _launcher_running(state: dict) -> bool:
+    launcher = state.get("launcher") or {}
+    return _is_running(launcher.get("pid"), launcher.get("start"))
+
+
+def _cleanup_recorded(state: dict, *, timeout: float = STOP_TIMEOUT) -> tuple[list[int], list[str], list[str]]:
+    """Stop the recorded node processes, delete the recorded namespaces and sockets.
+
+    Returns ``(pids stopped, namespaces deleted, problems)``."""
+    nodes = state.get("nodes") or {}
+    targets = [
+        _Target(int(info["pid"]), info.get("start"))
+        for info in nodes.values()
+        if isinstance(info, dict) and info.get("pid")
+    ]
+    stopped = _stop_processes(targets, timeout)
+    namespaces = [ns for ns in state.get("netns") or [] if isinstance(ns, str)]
+    veths = [v for v in state.get("veths") or [] if isinstance(v, str)]
+    present = set(_netns.existing_namespaces()) if namespaces and shutil.which("ip") else set()
+    problems = _netns.destroy(namespaces, veths)
+    deleted = [ns for ns in namespaces if ns in present and not any(ns in p for p in problems)]
+    for info in nodes.values():
+        if isinstance(info, dict) and info.get("socket"):
+            _remove_socket(info["socket"])
+    return stopped, deleted, problems
+
+
+def default_workdir() -> str:
+    """Where ``icnd topo up``/``down`` keep their state without ``--workdir``:
+    ``$XDG_RUNTIME_DIR/icnd-topo``, else ``/tmp/icnd-topo-$UID``."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return os.path.join(runtime, "icnd-topo")
+    return os.path.join(tempfile.gettempdir(), f"icnd-topo-{os.getuid()}")
+
+
+# --- the handles --------------------------------------------------------------------------------
+
+
+class NodeHandle:
+    """One node of a launched topology (attributes are kept current by the `Network`)."""
+
+    def __init__(self, name: str, workdir: str, namespace: str | None, addresses: list[str]) -> None:
+        self.name = name
+        self.prefix = node_prefix(name)
+        self.socket = os.path.join(workdir, f"{name}.sock")
+        self.log_path = os.path.join(workdir, f"{name}.log")
+        self.data_dir = os.path.join(workdir, name, "data")
+        self.netns = namespace
+        self.addresses = list(addresses)  # netns mode: one per link, in link order
+        self.udp_uri = ""
+        self.tcp_uri = ""
+        self.listen: list[str] = []
+        self._proc: subprocess.Popen | None = None
+        self._start: int | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def __repr__(self) -> str:
+        return f"NodeHandle({self.name!r}, pid={self.pid}, socket={self.socket!r}, alive={self.alive})"
+
+    def _state(self) -> dict:
+        return {
+            "pid": self.pid,
+            "start": self._start,
+            "alive": self.alive,
+            "socket": self.socket,
+            "udp_uri": self.udp_uri,
+            "tcp_uri": self.tcp_uri,
+            "log": self.log_path,
+            "data_dir": self.data_dir,
+            "netns": self.netns,
+            "addresses": self.addresses,
+        }
+
+
+class Network:
+    """A running topology (yielded by `launch`).  Node arguments are names or `NodeHandle`s."""
+
+    def __init__(self, spec: TopologySpec, workdir: str, *, netplan: _netns.NetnsPlan | None,
+                 log_level: str, ready_timeout: float) -> None:
+        self.spec = spec
+        self.workdir = workdir
+        self.netplan = netplan
+        self.run_id = netplan.run_id if netplan else secrets.token_hex(3)
+        self.log_level = log_level
+        self.ready_timeout = ready_timeout
+        self.routes: dict[str, list[Route]] = derive_routes(spec)
+        self._nodes = {
+            name: NodeHandle(
+                name, workdir,
+                netplan.namespaces[name] if netplan else None,
+                netplan.addresses(name) if netplan else [],
+            )
+            for name in spec.nodes
+        }
+        self.nodes: Mapping[str, NodeHandle] = MappingProxyType(self._nodes)
+        # current emulated parameters of every link, by link index
+        self._params: list[dict[str, Any]] = [
+            {"delay_ms": link.delay_ms, "loss": link.loss, "bandwidth_mbps": link.bandwidth_mbps, "up": True}
+            for link in spec.links
+        ]
+        self._index = {frozenset(link.ends): i for i, link in enumerate(spec.links)}
+        # (node, neighbour) -> face ids at node toward neighbour; the first carries the routes
+        self._faces: dict[tuple[str, str], list[int]] = {}
+        self._shaped: set[tuple[str, str]] = set()
+        self._nursery: trio.Nursery | None = None
+        self._closing = trio.Event()
+        self._ready = False
+        self._lock = trio.Lock()
+
+    @property
+    def netns(self) -> bool:
+        return self.netplan is not None
+
+    def __getitem__(self, node: str) -> NodeHandle:
+        return self._nodes[node]
+
+    # --- public coroutines ---------------------------------------------------------------------
+    async def connect(self, node: str | NodeHandle) -> Client:
+        """A `Client` connected to ``node``; it is closed when the topology exits."""
+        handle = self._handle(node)
+        if self._nursery is None or self._closing.is_set():
+            raise LaunchError("the topology is not running")
+        return await self._nursery.start(self._client_task, handle.socket)
+
+    async def status(self, node: str | NodeHandle) -> dict:
+        """``node``'s status (the same object as ``icnd status --json``)."""
+        async with _connect(self._handle(node).socket) as client:
+            return await client.status()
+
+    async def kill(self, node: str | NodeHandle) -> None:
+        """Crash ``node``: SIGKILL, no clean shutdown (its socket file stays until restart/exit)."""
+        handle = self._handle(node)
+        async with self._lock:
+            proc = handle._proc
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                with trio.move_on_after(STOP_TIMEOUT):
+                    while proc.poll() is None:
+                        await trio.sleep(0.01)
+            for key in [k for k in self._faces if handle.name in k]:
+                if key[1] == handle.name:
+                    continue  # the neighbours' faces toward it survive (UDP) or die on their own (TCP)
+                del self._faces[key]
+            self._save()
+
+    async def stop(self, node: str | NodeHandle) -> None:
+        """Stop ``node`` cleanly (SIGTERM, then SIGKILL after a bounded wait)."""
+        handle = self._handle(node)
+        async with self._lock:
+            if handle._proc is not None:
+                await trio.to_thread.run_sync(_stop_processes, [_Target(handle._proc.pid, None, handle._proc)])
+            self._save()
+
+    async def restart(self, node: str | NodeHandle) -> None:
+        """Start ``node`` again (stopping it first if it runs) with the same ports and data
+        directory; re-create its faces, link emulation and routes, and wait until it is ready."""
+        handle = self._handle(node)
+        async with self._lock:
+            if handle.alive:
+                await trio.to_thread.run_sync(_stop_processes, [_Target(handle._proc.pid, None, handle._proc)])
+            self._spawn(handle, restart=True)
+            self._save()
+            await self._wait_ready(handle, trio.current_time() + self.ready_timeout)
+            self._save()
+            alive_links = [
+                (i, link) for i, link in enumerate(self.spec.links)
+                if handle.name in link.ends and self._nodes[link.other(handle.name)].alive
+            ]
+            names = {handle.name} | {link.other(handle.name) for _, link in alive_links}
+            async with self._clients(names) as clients:
+                for i, link in alive_links:
+                    await self._setup_link(i, link, clients)
+                await self._install_routes(clients[handle.name], handle.name)
+                for _, link in alive_links:
+                    peer = link.other(handle.name)
+                    await self._install_routes(clients[peer], peer, via=handle.name)
+            self._save()
+
+    async def cut(self, a: str | NodeHandle, b: str | NodeHandle) -> None:
+        """Cut the link a-b: both ends drop everything they send on it (``face link up=False``)."""
+        await self._update_link(a, b, up=False)
+
+    async def heal(self, a: str | NodeHandle, b: str | NodeHandle) -> None:
+        """Undo `cut`."""
+        await self._update_link(a, b, up=True)
+
+    async def set_link(self, a: str | NodeHandle, b: str | NodeHandle, *, delay_ms: float | None = None,
+                       loss: float | None = None, bandwidth_mbps: float | None = None) -> None:
+        """Change the link a-b's emulated parameters at run time (None: unchanged, 0: off)."""
+        await self._update_link(a, b, delay_ms=delay_ms, loss=loss, bandwidth_mbps=bandwidth_mbps)
+
+    def link_params(self, a: str | NodeHandle, b: str | NodeHandle) -> dict[str, Any]:
+        """The link a-b's current parameters: delay_ms, loss, bandwidth_mbps, up."""
+        return dict(self._params[self._link_index(a, b)])
+
+    # --- helpers ------------------------------------------------------------------------------------
+    def _handle(self, node: str | NodeHandle) -> NodeHandle:
+        name = node.name if isinstance(node, NodeHandle) else node
+        try:
+            return self._nodes[name]
+        except KeyError:
+            raise KeyError(f"no node {name!r} in {self.spec.source}") from None
+
+    def _link_index(self, a: str | NodeHandle, b: str | NodeHandle) -> int:
+        na, nb = self._handle(a).name, self._handle(b).name
+        try:
+            return self._index[frozenset((na, nb))]
+        except KeyError:
+            raise KeyError(f"no link {na}-{nb} in {self.spec.source}") from None
+
+    async def _client_task(self, socket_path: str, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        started = False
+        try:
+            async with _connect(socket_path) as client:
+                task_status.started(client)
+                started = True
+                await self._closing.wait()
+        except Exception as exc:
+            if not started:
+                raise
+            log.debug("client of %s ended: %s", socket_path, exc)
+
+    @asynccontextmanager
+    async def _clients(self, names: set[str] | list[str]) -> AsyncIterator[dict[str, Client]]:
+        async with AsyncExitStack() as stack:
+            clients = {}
+            for name in names:
+                clients[name] = await stack.enter_async_context(_connect(self._nodes[name].socket))
+            yield clients
+
+    def _state(self) -> dict:
+        return {
+            "format": STATE_FORMAT,
+            "source": self.spec.source,
+            "workdir": self.workdir,
+            "mode": "netns" if self.netplan else "process",
+            "run_id": self.run_id,
+            "ready": self._ready,
+            "launcher": {"pid": os.getpid(), "start": _proc_start(os.getpid())},
+            "nodes": {name: h._state() for name, h in self._nodes.items()},
+            "netns": self.netplan.namespace_names() if self.netplan else [],
+            "veths": self.netplan.veth_names() if self.netplan else [],
+        }
+
+    def _save(self) -> None:
+        _write_state(self.workdir, self._state())
+
+    # --- starting ----------------------------------------------------------------------------------
+    def _argv(self, handle: NodeHandle, *, restart: bool) -> list[str]:
+        argv = [sys.executable, "-m", "icnd", "run", "--name", handle.prefix, "--socket", handle.socket,
+                "--data-dir", handle.data_dir, "--log-level", self.log_level]
+        if self.netplan is not None:
+            listen = [f"udp://0.0.0.0:{_netns.PORT}", f"tcp://0.0.0.0:{_netns.PORT}"]
+        elif restart and handle.udp_uri and handle.tcp_uri:
+            listen = [handle.udp_uri, handle.tcp_uri]  # the same ports: neighbours' faces stay valid
+        else:
+            listen = ["udp://127.0.0.1:0", "tcp://127.0.0.1:0"]
+        for uri in listen:
+            argv += ["--listen", uri]
+        for entry in self.spec.nodes[handle.name].functions:
+            argv += ["--function", entry]
+        if handle.netns is not None:
+            argv = _netns.exec_prefix(handle.netns) + argv
+        return argv
+
+    def _spawn(self, handle: NodeHandle, *, restart: bool = False) -> None:
+        os.makedirs(handle.data_dir, exist_ok=True)
+        env = dict(os.environ)
+        env["PYTHONUNBUFFERED"] = "1"
+        # the daemons run the same icnd as the launcher, installed or not
+        package_root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        env.pop("ICND_SOCKET", None)
+        with open(handle.log_path, "ab") as logf:
+            if restart:
+                logf.write(f"--- restarted by the topology launcher at {time.ctime()} ---\n".encode())
+                logf.flush()
+            handle._proc = subprocess.Popen(
+                self._argv(handle, restart=restart),
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=logf,
+                env=env, start_new_session=True, preexec_fn=_child_setup,
+            )
+        handle._start = _proc_start(handle._proc.pid)
+
+    async def _wait_ready(self, handle: NodeHandle, deadline: float) -> None:
+        proc = handle._proc
+        assert proc is not None
+        while True:
+            code = proc.poll()
+            if code is not None:
+                raise LaunchError(
+                    f"node {handle.name} exited with code {code} while starting; "
+                    f"end of {handle.log_path}:\n{_log_tail(handle.log_path)}"
+                )
+            if trio.current_time() >= deadline:
+                raise LaunchError(
+                    f"node {handle.name} was not ready within {self.ready_timeout:g}s; "
+                    f"end of {handle.log_path}:\n{_log_tail(handle.log_path)}"
+                )
+            status = None
+            if os.path.exists(handle.socket):
+                try:
+                    with trio.move_on_after(max(0.1, min(2.0, deadline - trio.current_time()))):
+                        async with _connect(handle.socket, timeout=1.0) as client:
+                            status = await client.command("status", "get", timeout=2.0)
+                except Error:
+                    status = None
+            if status is not None and status.get("pid") == proc.pid:
+                handle.listen = list(status.get("listen") or [])
+                if self.netplan is None:
+                    handle.udp_uri = next((u for u in handle.listen if u.startswith("udp://")), "")
+                    handle.tcp_uri = next((u for u in handle.listen if u.startswith("tcp://")), "")
+                else:
+                    host = handle.addresses[0] if handle.addresses else "0.0.0.0"
+                    handle.udp_uri = f"udp://{host}:{_netns.PORT}"
+                    handle.tcp_uri = f"tcp://{host}:{_netns.PORT}"
+                return
+            await trio.sleep(0.05)
+
+    async def _start(self) -> None:
+        self._save()  # every name we are about to create is on disk first
+        if self.netplan is not None:
+            await _netns.create(self.netplan)
+        for handle in self._nodes.values():
+            self._spawn(handle)
+        self._save()
+        deadline = trio.current_time() + self.ready_timeout
+        errors: list[str] = []
+
+        async def ready(handle: NodeHandle) -> None:
+            try:
+                await self._wait_ready(handle, deadline)
+            except LaunchError as exc:
+                errors.append(str(exc))
+
+        async with trio.open_nursery() as nursery:
+            for handle in self._nodes.values():
+                nursery.start_soon(ready, handle)
+        if errors:
+            raise LaunchError(f"{self.spec.source}: " + "\n".join(errors))
+        self._save()
+        async with self._clients(list(self._nodes)) as clients:
+            for i, link in enumerate(self.spec.links):
+                await self._setup_link(i, link, clients)
+            async with trio.open_nursery() as nursery:
+                for name in self._nodes:
+                    nursery.start_soon(self._install_routes, clients[name], name)
+        self._ready = True
+        self._save()
+
+    # --- links and routes -------------------------------------------------------------------------
+    def _peer_uri(self, node: str, peer: str, link: LinkSpec) -> str:
+        if self.netplan is not None:
+            return f"{link.transport}://{self.netplan.peer_address(node, peer)}:{_netns.PORT}"
+        handle = self._nodes[peer]
+        return handle.udp_uri if link.transport == "udp" else handle.tcp_uri
+
+    async def _setup_link(self, index: int, link: LinkSpec, clients: Mapping[str, Client]) -> None:
+        a, b = link.a, link.b
+        fa = await clients[a].command("face", "create", uri=self._peer_uri(a, b, link), timeout=COMMAND_TIMEOUT)
+        fb = await clients[b].command("face", "create", uri=self._peer_uri(b, a, link), timeout=COMMAND_TIMEOUT)
+        faces_a, faces_b = [fa["id"]], [fb["id"]]
+        if link.transport == "tcp":
+            # the far end answers on the connection it accepted: shape that direction too
+            faces_a += await self._accepted_faces(clients[a], fb["local_uri"])
+            faces_b += await self._accepted_faces(clients[b], fa["local_uri"])
+        self._faces[(a, b)] = faces_a
+        self._faces[(b, a)] = faces_b
+        await self._shape(clients[a], index, a, b)
+        await self._shape(clients[b], index, b, a)
+
+    async def _accepted_faces(self, client: Client, remote_uri: str) -> list[int]:
+        with trio.move_on_after(5.0):
+            while True:
+                faces = await client.command("face", "list", timeout=COMMAND_TIMEOUT)
+                found = [f["id"] for f in faces if f["remote_uri"] == remote_uri]
+                if found:
+                    return found
+                await trio.sleep(0.01)
+        log.warning("no accepted face from %s appeared", remote_uri)
+        return []
+
+    async def _shape(self, client: Client, index: int, node: str, peer: str) -> None:
+        params = self._params[index]
+        bandwidth = 0 if self.netplan is not None else params["bandwidth_mbps"]  # netns: tbf does it
+        active = params["delay_ms"] or params["loss"] or bandwidth or not params["up"]
+        key = (node, peer)
+        if not active and key not in self._shaped:
+            return
+        self._shaped.add(key)
+        direction = 0 if node == self.spec.links[index].a else 1
+        for k, face in enumerate(self._faces.get(key, [])):
+            await client.command(
+                "face", "link", face=face, delay_ms=params["delay_ms"], loss=params["loss"],
+                bandwidth_mbps=bandwidth, up=params["up"], seed=(index * 2 + direction) * 4 + k + 1,
+                timeout=COMMAND_TIMEOUT,
+            )
+
+    async def _install_routes(self, client: Client, node: str, via: str | None = None) -> None:
+        for route in self.routes[node]:
+            if via is not None and route.via != via:
+                continue
+            faces = self._faces.get((node, route.via))
+            if not faces:
+                continue
+            await client.command("route", "add", prefix=route.prefix, face=faces[0], cost=route.cost,
+                                 timeout=COMMAND_TIMEOUT)
+
+    async def _update_link(self, a: str | NodeHandle, b: str | NodeHandle, **changes: Any) -> None:
+        index = self._link_index(a, b)
+        link = self.spec.links[index]
+        params = self._params[index]
+        for key, value in changes.items():
+            if value is None:
+                continue
+            if key == "loss" and not 0 <= value <= 1:
+                raise ValueError(f"loss must be between 0 and 1, got {value!r}")
+            if key != "up" and value < 0:
+                raise ValueError(f"{key} must be >= 0, got {value!r}")
+            params[key] = value
+        async with self._lock:
+            if self.netplan is not None and changes.get("bandwidth_mbps") is not None:
+                lp = self.netplan.links[index]
+                for node in link.ends:
+                    veth = lp.end(node)[0]
+                    await _netns.set_bandwidth(self.netplan.namespaces[node], veth, params["bandwidth_mbps"])
+            for node in link.ends:
+                if not self._nodes[node].alive:
+                    continue
+                async with _connect(self._nodes[node].socket) as client:
+                    await self._shape(client, index, node, link.other(node))
+
+    # --- stopping ----------------------------------------------------------------------------------
+    def _teardown(self) -> list[str]:
+        """Stop everything, delete namespaces and sockets, forget the state (sync, idempotent)."""
+        targets = [_Target(h._proc.pid, h._start, h._proc) for h in self._nodes.values() if h._proc is not None]
+        _stop_processes(targets)
+        problems: list[str] = []
+        if self.netplan is not None:
+            problems = _netns.destroy(self.netplan.namespace_names(), self.netplan.veth_names())
+        for handle in self._nodes.values():
+            _remove_socket(handle.socket)
+        if problems:
+            self._save()  # keep the record so that `icnd topo down` can retry
+            for problem in problems:
+                log.error("cleanup: %s", problem)
+        else:
+            try:
+                os.unlink(_state_path(self.workdir))
+            except FileNotFoundError:
+                pass
+        return problems
+
+
+# --- launch -----------------------------------------------------------------------------------------
+
+
+def _as_spec(spec_or_path: TopologySpec | str | os.PathLike[str]) -> TopologySpec:
+    if isinstance(spec_or_path, TopologySpec):
+        return spec_or_path
+    if isinstance(spec_or_path, (str, os.PathLike)):
+        return load(spec_or_path)
+    raise TypeError(f"launch() takes a TopologySpec or a path, not {type(spec_or_path).__name__}")
+
+
+def _prepare_workdir(workdir: str, spec: TopologySpec, *, clean: bool) -> None:
+    os.makedirs(workdir, exist_ok=True)
+    state = _read_state(workdir)
+    if state is not None:
+        if _launcher_running(state):
+            pid = (state.get("launcher") or {}).get("pid")
+            raise LaunchError(
+                f"a topology is already running in {workdir} (launcher pid {pid}); "
+                f"stop it first with `icnd topo down --workdir {workdir}`"
+            )
+        log.warning("%s: cleaning up after a launcher that is gone", _state_path(workdir))
+        _, _, problems = _cleanup_recorded(state)
+        if problems:
+            raise LaunchError(f"cannot clean up the previous topology in {workdir}: {'; '.join(problems)}")
+        os.unlink(_state_path(workdir))
+    for name in spec.nodes:
+        sock = os.path.join(workdir, f"{name}.sock")
+        if len(os.fsencode(sock)) > MAX_SOCKET_PATH:
+            raise LaunchError(f"socket path {sock} is longer than {MAX_SOCKET_PATH} bytes; use a shorter workdir")
+        if clean:
+            _remove_socket(sock)
+            for path in (os.path.join(workdir, f"{name}.log"),):
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
+            shutil.rmtree(os.path.join(workdir, name), ignore_errors=True)
+
+
+@asynccontextmanager
+async def launch(
+    spec_or_path: TopologySpec | str | os.PathLike[str],
+    *,
+    workdir: str | os.PathLike[str] | None = None,
+    netns: bool = False,
+    log_level: str = "info",
+    ready_timeout: float = READY_TIMEOUT,
+    clean_workdir: bool = False,
+) -> AsyncIterator[Network]:
+    """Start the topology, yield a `Network`, tear everything down on exit.
+
+    ``workdir``: where sockets, logs, data and ``topology.json`` go (default: a
+    fresh temporary directory, removed on exit; a given one is kept, and a
+    node's data directory in it survives across launches unless
+    ``clean_workdir``).  ``netns=True`` needs root (`NetnsUnavailable`
+    otherwise).  Raises `LaunchError` if a node does not become ready within
+    ``ready_timeout`` seconds, `TopologyError` for an invalid file.
+    """
+    spec = _as_spec(spec_or_path)
+    netplan = None
+    if netns:
+        _netns.check_available(need_tc=any(link.bandwidth_mbps > 0 for link in spec.links))
+    owned = workdir is None
+    wd = tempfile.mkdtemp(prefix="icnd-topo-") if owned else os.path.abspath(os.fspath(workdir))
+    try:
+        _prepare_workdir(wd, spec, clean=clean_workdir)
+        if netns:
+            netplan = _netns.plan(spec, secrets.token_hex(3))
+        net = Network(spec, wd, netplan=netplan, log_level=log_level, ready_timeout=ready_timeout)
+    except BaseException:
+        if owned:
+            shutil.rmtree(wd, ignore_errors=True)
+        raise
+    try:
+        try:
+            async with trio.open_nursery() as nursery:
+                net._nursery = nursery
+                try:
+                    await net._start()
+                    yield net
+                finally:
+                    net._closing.set()  # closes the clients handed out by connect()
+        except BaseExceptionGroup as group:
+            raise unwrap(group) from None
+    finally:
+        with trio.CancelScope(shield=True):
+            problems = await trio.to_thread.run_sync(net._teardown)
+        if owned and not problems:
+            shutil.rmtree(wd, ignore_errors=True)
+
+
+# --- command line helpers (icnd topo up / down) ----------------------------------------------------------
+
+
+def _describe_mode(net: Network) -> str:
+    return "network namespaces" if net.netns else "processes on loopback"
+
+
+def _print_ready(net: Network, out: TextIO) -> None:
+    print(
+        f"topology {net.spec.source}: {len(net.nodes)} nodes, {len(net.spec.links)} links, "
+        f"{_describe_mode(net)} (workdir {net.workdir})",
+        file=out,
+    )
+    rows = [
+        (h.name, h.socket, h.udp_uri, h.tcp_uri, f"pid {h.pid}") + ((f"netns {h.netns}",) if h.netns else ())
+        for h in net.nodes.values()
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))] if rows else []
+    for row in rows:
+        print("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip(), file=out)
+    print(f"ready; Ctrl-C (or `icnd topo down --workdir {net.workdir}`) stops it", file=out, flush=True)
+
+
+async def topo_up(
+    path: TopologySpec | str | os.PathLike[str],
+    *,
+    workdir: str | os.PathLike[str] | None = None,
+    netns: bool = False,
+    log_level: str = "info",
+    ready_callback: Callable[[Network], Any] | None = None,
+    clean_workdir: bool = False,
+) -> None:
+    """Launch and stay up until SIGINT/SIGTERM (or cancellation), then tear down.
+
+    ``ready_callback(net)`` runs once every node is ready."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def on_signal() -> None:
+                async for signum in signals:
+                    log.info("received %s, tearing the topology down", signal.Signals(signum).name)
+                    nursery.cancel_scope.cancel()
+                    return
+
+            nursery.start_soon(on_signal)
+            async with launch(path, workdir=workdir, netns=netns, log_level=log_level,
+                              clean_workdir=clean_workdir) as net:
+                if ready_callback is not None:
+                    ready_callback(net)
+                await trio.sleep_forever()
+
+
+def _error(message: str) -> None:
+    print(f"icnd: error: {message}", file=sys.stderr, flush=True)
+
+
+def main_up(path: str, *, netns: bool = False, workdir: str | None = None, log_level: str = "info") -> int:
+    """``icnd topo up FILE [--netns] [--workdir DIR]``: returns the exit code.
+
+    Without ``--workdir`` the topology lives in `default_workdir()` (cleared of
+    the previous run's node files first, kept afterwards for its logs).
+    ``--netns`` where namespaces are unavailable prints why and falls back
+    to processes on loopback."""
+    try:
+        spec = load(path)
+    except TopologyError as exc:
+        _error(str(exc))
+        return 2
+    if netns:
+        try:
+            _netns.check_available(need_tc=any(link.bandwidth_mbps > 0 for link in spec.links))
+        except _netns.NetnsUnavailable as exc:
+            print(f"icnd: {exc}; falling back to processes on loopback", file=sys.stderr, flush=True)
+            netns = False
+    clean = workdir is None
+    wd = workdir or default_workdir()
+    try:
+        trio.run(lambda: topo_up(spec, workdir=wd, netns=netns, log_level=log_level,
+                                 ready_callback=lambda net: _print_ready(net, sys.stdout), clean_workdir=clean))
+    except (LaunchError, _netns.NetnsError) as exc:
+        _error(str(exc))
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    print("topology stopped", flush=True)
+    return 0
+
+
+def topo_down(workdir: str | os.PathLike[str] | None = None, *, timeout: float = 30.0) -> int:
+    """``icnd topo down [--workdir DIR]``: stop the topology recorded in ``workdir``.
+
+    A live launcher is asked to tear down (SIGTERM) and waited for; what a dead
+    launcher left behind (node processes, namespaces, sockets, the state
+    file) is removed here, by the recorded pids and names only.  Idempotent:
+    with nothing running it says so and returns 0.  Returns 1 if something
+    could not be removed."""
+    wd = os.path.abspath(os.fspath(workdir)) if workdir is not None else default_workdir()
+    try:
+        state = _read_state(wd)
+    except LaunchError as exc:
+        _error(str(exc))
+        return 1
+    if state is None:
+        print(f"icnd: no topology is running in {wd} (no {STATE_FILE})", file=sys.stderr, flush=True)
+        return 0
+    launcher = state.get("launcher") or {}
+    pid = launcher.get("pid")
+    if _launcher_running(state) and pid != os.getpid():
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while _launcher_running(state) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _launcher_running(state):
+            print(f"icnd: launcher pid {pid} did not stop within {timeout:g}s; killing it", file=sys.stderr)
+            _Target(pid, launcher.get("start")).signal(signal.SIGKILL)
+            time.sleep(0.2)
+        try:
+            state = _read_state(wd)
+        except LaunchError:
+            pass
+        if state is None:
+            print(f"stopped the topology in {wd} (launcher pid {pid})", flush=True)
+            return 0
+    stopped, deleted, problems = _cleanup_recorded(state)
+    what = [f"{len(stopped)} node process(es)"] + ([f"{len(deleted)} namespace(s)"] if deleted else [])
+    print(f"cleaned up after the launcher of {wd}: stopped {', '.join(what)}", flush=True)
+    if problems:
+        for problem in problems:
+            _error(problem)
+        return 1
+    try:
+        os.unlink(_state_path(wd))
+    except FileNotFoundError:
+        pass
+    return 0

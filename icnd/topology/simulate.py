@@ -1,0 +1,736 @@
+"""Simulate a topology in one process on a virtual clock (interface §6).
+
+``icnd topo sim FILE [--fetch FROM TO ...] [--scenario FILE] [--json]`` and
+``icnd.topology.simulate(...)`` run the real forwarding core (one `Forwarder`
+per node, `icnd.sim`) with in-memory faces shaped by the link model (delay,
+loss, bandwidth, cuts), every packet encoded and decoded, on a virtual clock:
+the same code as the daemon, for topologies far larger than a machine can
+host as processes, and deterministic for a given seed.
+
+What gets built, for a `TopologySpec` (or the path of a topology file):
+
+- one node per topology node, with its faces created in the spec's link
+  order (so equal-cost next hops break ties the same way on every run);
+- on each node a producer application serving the node prefix
+  ``/node/<name>``: ``/node/<name>/ping...`` answers a small ``pong``
+  (freshness 0); any other name under the prefix answers a test object of
+  ``object_size`` bytes (freshness one hour, DigestSha256-signed), so
+  ``/node/<TO>/sim/object`` -- the default test object -- exists at every
+  node;
+- one link per topology link with its ``delay_ms``, ``loss`` and
+  ``bandwidth_mbps`` (one `LinkModel` per direction, loss seeds derived from
+  ``seed``);
+- the routes of `derive_routes` (``cost`` from the links), chosen by
+  ``routes=``: ``"full"`` installs every derived route, as the process
+  launcher does; ``"destinations"`` only those toward the fetch
+  destinations (``derive_routes(spec, destinations=...)``); ``"lazy"``
+  computes a node's routes toward ``/node/X`` the first time that node looks
+  one up (`RouteOracle`), which gives exactly the FIB entries ``"full"``
+  would for every name the simulation meets, at a fraction of the cost;
+  ``"auto"`` (default) is ``"full"`` up to `FULL_ROUTES_MAX_NODES` nodes,
+  else ``"lazy"``.
+
+Fetches behave like ``icnd fetch`` (the client library): a new consumer
+face per fetch, InterestLifetime ``timeout_s``, a retransmission with a
+fresh nonce every ``retx_s`` while the timeout allows, failure on a Nack or
+at the timeout.  The hop limit is the client's default (32), raised to 255
+when the topology has more than 32 nodes so long paths are not cut short.
+``fetches`` run one after the other from time 0 (each starts when the
+previous one ends, so a later fetch can hit caches an earlier one filled);
+scenario steps run at their own times.  The simulation stops when every
+fetch has ended and every step has run, or at ``until`` (seconds of
+simulated time; fetches still running then fail as ``unfinished``).
+
+A scenario is a list of timed steps, given as tuples, mappings, or the path
+of a TOML file::
+
+    # tuples (time last)               TOML ([[step]] tables, in any order)
+    ("kill", "n11", 1.0)               [[step]]
+    ("restart", "n11", 5.0)            at = 1.0
+    ("cut", "n00", "n01", 2.0)         action = "kill"
+    ("heal", "n00", "n01", 3.0)        node = "n11"
+    ("fetch", "n00", "n22", 2.5)
+    ("fetch", "n00", "n22", 2.5, "b")  [[step]]
+                                       at = 2.0
+                                       action = "cut"      # or "heal"
+                                       ends = ["n00", "n01"]
+
+                                       [[step]]
+                                       at = 2.5
+                                       action = "fetch"
+                                       from = "n00"
+                                       to = "n22"
+                                       object = "b"        # optional
+
+- ``kill NODE``: the node crashes: packets reaching it vanish; its
+  neighbours keep their faces and routes (as with a daemon reached over UDP).
+- ``restart NODE``: it comes back with empty PIT, Content Store and
+  counters, and the same faces and routes.
+- ``cut A B`` / ``heal A B``: the link goes down (packets in flight lost) /
+  up again; routes are unchanged.
+- ``fetch FROM TO [OBJECT]``: FROM fetches ``/node/TO/<OBJECT>`` (default
+  ``object_name``, i.e. ``sim/object``), concurrently with anything else.
+
+Steps at the same time run in the order given.  A step naming an unknown
+node, an action that does not exist or a cut of two nodes that are not
+linked raises `ScenarioError` (a ``ValueError``): ``"<source>: step[i]:
+<problem>"``.
+
+The result is a `SimReport`: per fetch (`FetchResult`) whether it got Data,
+its simulated RTT, the path its Data took from the consumer's node to the
+node that answered (a producer or a Content Store -- ``cache_hit``) and the
+hop count (links crossed); simulated and wall time; packets delivered; and
+the counters of every forwarder.  `format_report` renders it for people,
+`report_json` as a JSON-ready dict; ``report.exit_code`` is 0 when every
+fetch succeeded, else 1 (the CLI's exit status).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.fib import Fib
+from ..faces.link import LinkParams as LinkModelParams
+from ..name import Name
+from ..packet import DEFAULT_HOP_LIMIT, Data, Interest, Nack, NackReason
+from ..security import make_data
+from ..sim import Fetch, SimApp, SimNetwork, SimNode
+from .routes import RouteOracle, derive_routes
+from .spec import TopologySpec, load, node_prefix, parse
+
+__all__ = [
+    "DEFAULT_OBJECT",
+    "FULL_ROUTES_MAX_NODES",
+    "FetchResult",
+    "ScenarioError",
+    "SimReport",
+    "Step",
+    "format_report",
+    "grid_spec",
+    "load_scenario",
+    "report_json",
+    "simulate",
+]
+
+DEFAULT_OBJECT = "sim/object"
+"""The test object's name under ``/node/<TO>/``."""
+
+FULL_ROUTES_MAX_NODES = 100
+"""``routes="auto"`` installs every derived route up to this many nodes, else derives lazily."""
+
+OBJECT_FRESHNESS_MS = 3_600_000
+ACTIONS = ("kill", "restart", "cut", "heal", "fetch")
+_NODE_COMP = Name("/node").comps[0]
+_MAX_HOP_LIMIT = 255
+
+
+class ScenarioError(ValueError):
+    """A scenario step is invalid; ``str(err)`` is ``"<source>: <entry>: <problem>"``."""
+
+    def __init__(self, source: str, entry: str, problem: str) -> None:
+        super().__init__(f"{source}: {entry}: {problem}")
+        self.source, self.entry, self.problem = source, entry, problem
+
+
+@dataclass(frozen=True)
+class Step:
+    """One scenario step: at ``at`` seconds, ``action`` on ``nodes``.
+
+    ``nodes`` is ``(node,)`` for kill/restart, ``(a, b)`` for cut/heal and
+    ``(from, to)`` for fetch; ``object`` is the fetch's object name (None:
+    the default).
+    """
+
+    at: float
+    action: str
+    nodes: tuple[str, ...]
+    object: str | None = None
+
+    def describe(self) -> str:
+        if self.action in ("cut", "heal"):
+            what = "-".join(self.nodes)
+        elif self.action == "fetch":
+            what = f"{self.nodes[0]} -> {self.nodes[1]}" + (f" ({self.object})" if self.object else "")
+        else:
+            what = self.nodes[0]
+        return f"{self.action} {what}"
+
+
+@dataclass
+class FetchResult:
+    """The outcome of one fetch.
+
+    ``path``: nodes from the consumer's node (``src``) to the node that
+    answered (``served_by``), as the Data travelled back; ``hops`` =
+    ``len(path) - 1`` links.  ``cache_hit``: a Content Store answered
+    (rather than the producer application).  ``rtt_s``: simulated seconds
+    from the first Interest to the Data (or to the failure).  ``error``:
+    None on success, else ``"nack <reason>"``, ``"timeout"`` or
+    ``"unfinished"`` (the simulation stopped at ``until`` first).
+    """
+
+    src: str
+    dst: str
+    name: str
+    started_s: float
+    ok: bool = False
+    rtt_s: float | None = None
+    hops: int | None = None
+    path: list[str] = field(default_factory=list)
+    served_by: str | None = None
+    cache_hit: bool = False
+    attempts: int = 0
+    error: str | None = "unfinished"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "from": self.src, "to": self.dst, "name": self.name, "started_s": self.started_s,
+            "ok": self.ok, "rtt_s": self.rtt_s, "hops": self.hops, "path": list(self.path),
+            "served_by": self.served_by, "cache_hit": self.cache_hit, "attempts": self.attempts,
+            "error": self.error,
+        }
+
+
+@dataclass
+class SimReport:
+    """What a simulation did; see the module docstring."""
+
+    topology: str
+    node_count: int
+    link_count: int
+    seed: int
+    routes: str  # the routing mode used: "full", "destinations" or "lazy"
+    fetches: list[FetchResult]
+    sim_time_s: float  # simulated time when the simulation stopped
+    wall_s: float  # wall-clock seconds, building included
+    run_wall_s: float  # wall-clock seconds of the event loop alone
+    packets: int  # packets delivered to a node or an application
+    events: int  # events processed on the virtual clock
+    counters: dict[str, dict[str, int]]  # node -> Forwarder counters
+    dead: list[str]  # nodes dead when the simulation stopped
+    links: dict[str, dict[str, int]]  # "a-b" -> link statistics
+    steps: list[dict[str, Any]]  # scenario steps executed (at, action, nodes)
+
+    @property
+    def ok(self) -> bool:
+        """Every fetch got its Data."""
+        return all(f.ok for f in self.fetches)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every fetch succeeded, else 1."""
+        return 0 if self.ok else 1
+
+    @property
+    def packets_per_s(self) -> float:
+        """Simulated packets processed per wall-clock second of the event loop."""
+        return self.packets / self.run_wall_s if self.run_wall_s > 0 else math.inf
+
+
+# --------------------------------------------------------------------------- topologies
+
+
+def grid_spec(rows: int, cols: int, *, delay_ms: float = 0, loss: float = 0.0, bandwidth_mbps: float = 0,
+              source: str | None = None) -> TopologySpec:
+    """A ``rows`` x ``cols`` grid: node ``r{R}c{C}`` linked to its right and lower neighbours."""
+    if rows < 1 or cols < 1:
+        raise ValueError(f"a grid needs at least one row and one column, got {rows}x{cols}")
+    nodes = {f"r{r}c{c}": {} for r in range(rows) for c in range(cols)}
+    links = []
+    for r in range(rows):
+        for c in range(cols):
+            if c + 1 < cols:
+                links.append({"ends": [f"r{r}c{c}", f"r{r}c{c + 1}"]})
+            if r + 1 < rows:
+                links.append({"ends": [f"r{r}c{c}", f"r{r + 1}c{c}"]})
+    data = {"defaults": {"delay_ms": delay_ms, "loss": loss, "bandwidth_mbps": bandwidth_mbps},
+            "nodes": nodes, "links": links}
+    return parse(data, source or f"<grid {rows}x{cols}>")
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+def load_scenario(scenario: Any, spec: TopologySpec | None = None) -> list[Step]:
+    """Normalize a scenario (path of a TOML file, ``{"step": [...]}``, or a list
+    of tuples / mappings / `Step`) into `Step` objects sorted by time (stable).
+
+    With ``spec``, node names and links are checked against the topology.
+    """
+    source = "<scenario>"
+    if isinstance(scenario, (str, os.PathLike)):
+        source = os.fspath(scenario)
+        try:
+            with open(source, "rb") as fh:
+                data: Any = tomllib.load(fh)
+        except OSError as exc:
+            raise ScenarioError(source, "file", f"cannot read: {exc.strerror or exc}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ScenarioError(source, "toml", f"invalid TOML: {exc}") from exc
+    else:
+        data = scenario
+    if isinstance(data, Mapping):
+        unknown = [k for k in data if k != "step"]
+        if unknown:
+            raise ScenarioError(source, str(unknown[0]), "unknown key (a scenario is a list of [[step]] tables)")
+        data = data.get("step", [])
+    if not isinstance(data, Sequence) or isinstance(data, (str, bytes)):
+        raise ScenarioError(source, "step", f"must be a list of steps, got {type(data).__name__}")
+    steps = [_step(item, source, f"step[{i}]", spec) for i, item in enumerate(data)]
+    return sorted(steps, key=lambda s: s.at)
+
+
+def _step(item: Any, source: str, entry: str, spec: TopologySpec | None) -> Step:
+    def fail(problem: str, where: str = "") -> ScenarioError:
+        return ScenarioError(source, f"{entry}.{where}" if where else entry, problem)
+
+    if isinstance(item, Step):
+        step = item
+    elif isinstance(item, Mapping):
+        action = item.get("action")
+        if action not in ACTIONS:
+            raise fail(f"action must be one of {', '.join(ACTIONS)}, got {action!r}", "action")
+        allowed = ("at", "action", *_KEYS[action])
+        for key in item:
+            if key not in allowed:
+                raise fail(f"unknown key for {action} (allowed: {', '.join(allowed)})", str(key))
+        if "at" not in item:
+            raise fail("missing at = SECONDS")
+        if action in ("kill", "restart"):
+            nodes: tuple[Any, ...] = (item.get("node"),)
+        elif action in ("cut", "heal"):
+            ends = item.get("ends")
+            if not isinstance(ends, list) or len(ends) != 2:
+                raise fail(f"must list exactly two nodes, got {ends!r}", "ends")
+            nodes = tuple(ends)
+        else:
+            nodes = (item.get("from"), item.get("to"))
+        step = Step(item["at"], action, nodes, item.get("object"))
+    elif isinstance(item, (tuple, list)) and item:
+        action = item[0]
+        if action not in ACTIONS:
+            raise fail(f"action must be one of {', '.join(ACTIONS)}, got {action!r}")
+        arity = {"kill": 1, "restart": 1, "cut": 2, "heal": 2, "fetch": 2}[action]
+        obj = None
+        if action == "fetch" and len(item) == arity + 3:
+            obj = item[-1]
+            item = item[:-1]
+        if len(item) != arity + 2:
+            form = {"kill": "NODE, AT", "restart": "NODE, AT", "cut": "A, B, AT", "heal": "A, B, AT",
+                    "fetch": "FROM, TO, AT[, OBJECT]"}[action]
+            raise fail(f"expected ({action!r}, {form}), got {tuple(item)!r}")
+        step = Step(item[-1], action, tuple(item[1:-1]), obj)
+    else:
+        raise fail(f"a step is a tuple, a table or a Step, got {type(item).__name__}")
+
+    at = step.at
+    if isinstance(at, bool) or not isinstance(at, (int, float)) or not math.isfinite(at) or at < 0:
+        raise fail(f"must be a number of seconds >= 0, got {at!r}", "at")
+    for node in step.nodes:
+        if not isinstance(node, str):
+            raise fail(f"node names must be strings, got {node!r}")
+        if spec is not None and node not in spec.nodes:
+            raise fail(f"unknown node {node!r}")
+    if step.action in ("cut", "heal"):
+        a, b = step.nodes
+        if spec is not None and spec.link(a, b) is None:
+            raise fail(f"no link between {a!r} and {b!r}", "ends")
+    if step.object is not None and not isinstance(step.object, str):
+        raise fail(f"must be a string, got {step.object!r}", "object")
+    return Step(float(at), step.action, tuple(step.nodes), step.object)
+
+
+_KEYS = {"kill": ("node",), "restart": ("node",), "cut": ("ends",), "heal": ("ends",),
+         "fetch": ("from", "to", "object")}
+
+
+# --------------------------------------------------------------------------- the simulation
+
+
+class _LazyFib(Fib):
+    """A FIB that installs a node's derived routes toward ``/node/X`` on first lookup."""
+
+    def __init__(self, node: str, oracle: RouteOracle, faces: dict[str, int],
+                 prefixes: dict[bytes, tuple[str, Name]]) -> None:
+        super().__init__()
+        self._node, self._oracle, self._faces, self._prefixes = node, oracle, faces, prefixes
+        self._installed: set[bytes] = set()
+
+    def longest_match(self, comps):  # type: ignore[no-untyped-def]
+        if len(comps) >= 2 and comps[0] == _NODE_COMP:
+            dest = comps[1]
+            if dest not in self._installed:
+                self._installed.add(dest)
+                known = self._prefixes.get(dest)
+                if known is not None:
+                    prefix, name = known
+                    for route in self._oracle.routes(self._node, prefix):
+                        self.add(name, self._faces[route.via], route.cost)
+        return Fib.longest_match(self, comps)
+
+
+class _Producer:
+    """Answers every Interest under a node's prefix (see the module docstring)."""
+
+    def __init__(self, app: SimApp, prefix: Name, object_size: int) -> None:
+        self.app = app
+        self.ping = prefix.append("ping")
+        self.object_size = object_size
+        self._made: dict[Name, Data] = {}
+        app.serve(prefix, self)
+
+    def __call__(self, interest: Interest) -> Data:
+        name = interest.name
+        data = self._made.get(name)
+        if data is None:
+            if self.ping.is_prefix_of(name):
+                data = make_data(name, b"pong", freshness_ms=0)
+            else:
+                seed = name.to_uri().encode()
+                content = (seed * (self.object_size // max(len(seed), 1) + 1))[: self.object_size]
+                data = make_data(name, content, freshness_ms=OBJECT_FRESHNESS_MS)
+            self._made[name] = data
+        return data
+
+
+def _object_suffix(obj: str | None) -> str:
+    obj = DEFAULT_OBJECT if obj is None else obj
+    obj = obj.strip("/")
+    if not obj:
+        raise ValueError("the object name must not be empty")
+    return obj
+
+
+class _Run:
+    def __init__(self, spec: TopologySpec, net: SimNetwork, *, timeout_s: float, retx_s: float,
+                 hop_limit: int, object_name: str) -> None:
+        self.spec, self.net = spec, net
+        self.lifetime_ms = max(1, int(round(timeout_s * 1000)))
+        self.retx_ms = max(1, int(round(retx_s * 1000)))
+        # like the client: retransmit every retx_s while the timeout allows
+        self.retries = max(0, math.ceil(timeout_s / retx_s - 1e-9) - 1)
+        self.hop_limit = hop_limit
+        self.object_name = object_name
+        self.results: list[FetchResult] = []
+        self.outstanding = 0
+        self.steps_done: list[dict[str, Any]] = []
+        self.plain_started = 0
+        self.step_fetches_started = 0
+
+    def name_for(self, dst: str, obj: str | None) -> Name:
+        return Name(f"{node_prefix(dst)}/{_object_suffix(obj) if obj is not None else self.object_name}")
+
+    def start_fetch(self, src: str, dst: str, obj: str | None, then=None) -> None:
+        net = self.net
+        node = net.nodes[src]
+        name = self.name_for(dst, obj)
+        result = FetchResult(src, dst, name.to_uri(), started_s=net.now)
+        self.results.append(result)
+        app = SimApp(node)
+        app.keep_received = False
+
+        def done(fetch: Fetch) -> None:
+            self._record(result, fetch)
+            self._close(node, app)
+            self.finished_one()
+            if then is not None:
+                then()
+
+        app.fetch(name, lifetime_ms=self.lifetime_ms, retries=self.retries, retx_ms=self.retx_ms,
+                  hop_limit=self.hop_limit, on_done=done)
+
+    @staticmethod
+    def _record(result: FetchResult, fetch: Fetch) -> None:
+        result.attempts = fetch.attempts
+        result.rtt_s = fetch.rtt
+        packet = fetch.result
+        if isinstance(packet, Data):
+            path = fetch.path or []
+            result.ok, result.error = True, None
+            result.path = path
+            result.hops = len(path) - 1 if path else None
+            result.served_by = path[-1] if path else None
+            result.cache_hit = fetch.origin == "cs"
+        elif isinstance(packet, Nack):
+            reason = packet.reason
+            result.error = f"nack {reason.label if isinstance(reason, NackReason) else reason}"
+        else:
+            result.error = "timeout"
+
+    @staticmethod
+    def _close(node: SimNode, app: SimApp) -> None:
+        """The consumer goes away, like ``icnd fetch`` closing its connection."""
+        node.apps.pop(app.face, None)
+        if node.alive:
+            node.dispatch(node.fw.on_face_down(app.face, node.net.now))
+        else:
+            node.fw.faces.pop(app.face, None)
+
+    def finished_one(self) -> None:
+        self.outstanding -= 1
+        if self.outstanding == 0:
+            self.net.stop()
+
+    def chain(self, fetches: list[tuple[str, str, str | None]]) -> None:
+        """Run ``fetches`` one after the other, from now."""
+        todo = list(fetches)
+
+        def next_one() -> None:
+            if todo:
+                src, dst, obj = todo.pop(0)
+                self.plain_started += 1
+                self.start_fetch(src, dst, obj, then=next_one)
+
+        self.net.at(self.net.now, next_one)
+
+    def schedule(self, step: Step) -> None:
+        net = self.net
+
+        def run() -> None:
+            self.steps_done.append({"at": net.now, "action": step.action, "nodes": list(step.nodes),
+                                    **({"object": step.object} if step.object else {})})
+            if step.action == "fetch":
+                self.step_fetches_started += 1
+                self.start_fetch(step.nodes[0], step.nodes[1], step.object)
+                return
+            if step.action == "kill":
+                net.kill(step.nodes[0])
+            elif step.action == "restart":
+                self._restart(step.nodes[0])
+            elif step.action == "cut":
+                net.cut(*step.nodes)
+            elif step.action == "heal":
+                net.heal(*step.nodes)
+            self.finished_one()
+
+        net.at(step.at, run)
+
+    def _restart(self, name: str) -> None:
+        net = self.net
+        node = net.nodes[name]
+        net.restart(name)
+        net.arm_timer(node)
+
+
+def _normalize_fetches(fetches: Iterable[Sequence[str]], spec: TopologySpec) -> list[tuple[str, str, str | None]]:
+    out = []
+    for i, item in enumerate(fetches):
+        if isinstance(item, (str, bytes)) or len(item) not in (2, 3):
+            raise ValueError(f"fetch {i}: expected (FROM, TO) or (FROM, TO, OBJECT), got {item!r}")
+        src, dst = item[0], item[1]
+        for node in (src, dst):
+            if node not in spec.nodes:
+                raise ValueError(f"fetch {src} -> {dst}: unknown node {node!r} in {spec.source}")
+        obj = item[2] if len(item) == 3 else None
+        if obj is not None:
+            _object_suffix(obj)
+        out.append((src, dst, obj))
+    return out
+
+
+def simulate(
+    spec_or_path: TopologySpec | str | os.PathLike[str],
+    fetches: Iterable[Sequence[str]] = (),
+    *,
+    seed: int = 0,
+    object_name: str | None = None,
+    until: float | None = None,
+    scenario: Any = None,
+    routes: str = "auto",
+    timeout_s: float = 4.0,
+    retx_s: float = 1.0,
+    object_size: int = 1024,
+    hop_limit: int | None = None,
+    forwarder_options: Mapping[str, Any] | None = None,
+) -> SimReport:
+    """Simulate ``spec_or_path`` and run ``fetches`` and ``scenario`` on it.
+
+    ``fetches``: ``(FROM, TO)`` pairs (or ``(FROM, TO, OBJECT)``): FROM
+    fetches ``/node/TO/<object_name>`` (default ``sim/object``), one after
+    the other from time 0.  ``scenario``: timed steps (see the module
+    docstring), a list or the path of a TOML file.  ``until``: stop at this
+    simulated time even if fetches are still running.  ``routes``:
+    ``"auto"``, ``"full"``, ``"destinations"`` or ``"lazy"``.
+    ``timeout_s`` / ``retx_s``: each fetch's timeout (also the Interest
+    lifetime) and retransmission interval, the client's defaults.
+    Raises `TopologyError` for a bad topology file, `ScenarioError` for a
+    bad scenario and ``ValueError`` for a fetch naming an unknown node.
+    """
+    wall0 = time.perf_counter()
+    spec = spec_or_path if isinstance(spec_or_path, TopologySpec) else load(spec_or_path)
+    plain = _normalize_fetches(fetches, spec)
+    steps = load_scenario(scenario, spec) if scenario is not None else []
+    if routes not in ("auto", "full", "destinations", "lazy"):
+        raise ValueError(f"routes must be auto, full, destinations or lazy, got {routes!r}")
+    if routes == "auto":
+        routes = "full" if len(spec.nodes) <= FULL_ROUTES_MAX_NODES else "lazy"
+    if not timeout_s > 0 or not retx_s > 0:
+        raise ValueError("timeout_s and retx_s must be > 0")
+    if object_size < 0:
+        raise ValueError("object_size must be >= 0")
+    if hop_limit is None:
+        hop_limit = DEFAULT_HOP_LIMIT if len(spec.nodes) <= DEFAULT_HOP_LIMIT else _MAX_HOP_LIMIT
+
+    net = SimNetwork(seed=seed, **dict(forwarder_options or {}))
+    for name in spec.nodes:
+        net.add_node(name)
+    for link in spec.links:
+        params = LinkModelParams(delay_ms=link.delay_ms, loss=link.loss, bandwidth_mbps=link.bandwidth_mbps)
+        net.link(link.a, link.b, params=params)
+    faces = {name: {peer.name: face for face, (_, peer, _) in node.peers.items()}
+             for name, node in net.nodes.items()}
+    _install_routes(spec, net, faces, routes, plain, steps)
+    for name, node in net.nodes.items():
+        _Producer(SimApp(node), Name(node_prefix(name)), object_size)
+
+    run = _Run(spec, net, timeout_s=timeout_s, retx_s=retx_s, hop_limit=hop_limit,
+               object_name=_object_suffix(object_name))
+    run.outstanding = len(plain) + len(steps)
+    for step in steps:
+        run.schedule(step)
+    if plain:
+        run.chain(plain)
+
+    run0 = time.perf_counter()
+    if run.outstanding or until is not None:
+        net.run(until=until)
+    run_wall = time.perf_counter() - run0
+    if until is not None and run.outstanding:
+        net.now = max(net.now, until)
+
+    return SimReport(
+        topology=spec.source,
+        node_count=len(spec.nodes),
+        link_count=len(spec.links),
+        seed=seed,
+        routes=routes,
+        fetches=run.results + _never_started(run, plain, steps),
+        sim_time_s=net.now,
+        wall_s=time.perf_counter() - wall0,
+        run_wall_s=run_wall,
+        packets=net.packets_delivered,
+        events=net.events,
+        counters={name: node.fw.counters.as_dict() for name, node in net.nodes.items()},
+        dead=[name for name, node in net.nodes.items() if not node.alive],
+        links={f"{l.a.name}-{l.b.name}": l.stats() for l in net.links},
+        steps=run.steps_done,
+    )
+
+
+def _never_started(run: _Run, plain: list[tuple[str, str, str | None]], steps: list[Step]) -> list[FetchResult]:
+    """Placeholders (``error="unfinished"``) for fetches the simulation stopped before starting."""
+    out = [FetchResult(src, dst, run.name_for(dst, obj).to_uri(), started_s=math.nan)
+           for src, dst, obj in plain[run.plain_started:]]
+    fetch_steps = [s for s in steps if s.action == "fetch"]
+    out += [FetchResult(s.nodes[0], s.nodes[1], run.name_for(s.nodes[1], s.object).to_uri(), started_s=s.at)
+            for s in fetch_steps[run.step_fetches_started:]]
+    return out
+
+
+def _install_routes(spec: TopologySpec, net: SimNetwork, faces: dict[str, dict[str, int]], mode: str,
+                    plain: list[tuple[str, str, str | None]], steps: list[Step]) -> None:
+    if mode == "lazy":
+        oracle = RouteOracle(spec)
+        prefixes = {}
+        for name in spec.nodes:
+            prefix = node_prefix(name)
+            pname = Name(prefix)
+            prefixes[pname.comps[1]] = (prefix, pname)
+        for name, node in net.nodes.items():
+            node.fw.fib = _LazyFib(name, oracle, faces[name], prefixes)
+        return
+    if mode == "full":
+        table = derive_routes(spec)
+    else:
+        dests = {dst for _, dst, _ in plain} | {s.nodes[1] for s in steps if s.action == "fetch"}
+        table = derive_routes(spec, destinations=[n for n in spec.nodes if n in dests])
+    names: dict[str, Name] = {}
+    for name, node_routes in table.items():
+        fw = net.nodes[name].fw
+        toward = faces[name]
+        for route in node_routes:
+            prefix = names.get(route.prefix)
+            if prefix is None:
+                prefix = names[route.prefix] = Name(route.prefix)
+            fw.add_route(prefix, toward[route.via], route.cost)
+
+
+# --------------------------------------------------------------------------- output
+
+_TABLE_COUNTERS = ("interests_in", "interests_out", "data_in", "data_out", "cs_hits", "pit_aggregated",
+                   "retransmissions", "nacks_in", "nacks_out")
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None or seconds != seconds else f"{seconds * 1000:.3f} ms"
+
+
+def format_report(report: SimReport) -> str:
+    """A human-readable report: one line per fetch, totals, and a counters
+    table of the nodes that saw traffic."""
+    lines = [f"topology {report.topology}: {report.node_count} nodes, {report.link_count} links, "
+             f"seed {report.seed}, routes {report.routes}"]
+    for step in report.steps:
+        if step["action"] != "fetch":
+            lines.append(f"  at {step['at']:.3f} s: {step['action']} {' '.join(step['nodes'])}")
+    for f in report.fetches:
+        head = f"fetch {f.src} -> {f.dst} {f.name}:"
+        if f.ok:
+            where = (f"cache hit at {f.served_by}" if f.cache_hit else f"producer at {f.served_by}")
+            hops = f"{f.hops} hop{'s' if f.hops != 1 else ''}"
+            lines.append(f"{head} ok, {hops} ({' '.join(f.path)}), {where}, simulated RTT {_ms(f.rtt_s)}, "
+                         f"{f.attempts} attempt{'s' if f.attempts != 1 else ''}")
+        else:
+            lines.append(f"{head} FAILED ({f.error}) after {_ms(f.rtt_s)}, {f.attempts} attempt"
+                         f"{'s' if f.attempts != 1 else ''}")
+    ok = sum(f.ok for f in report.fetches)
+    lines.append(f"{ok}/{len(report.fetches)} fetches ok; simulated time {report.sim_time_s:.6f} s; "
+                 f"wall {report.wall_s:.3f} s (event loop {report.run_wall_s:.3f} s); "
+                 f"{report.packets} packets delivered ({report.packets_per_s:,.0f} packets/s)")
+    busy = [(n, c) for n, c in report.counters.items() if c["interests_in"] or c["data_in"] or c["nacks_in"]]
+    if busy:
+        dead = set(report.dead)
+        width = max(4, *(len(n) + (7 if n in dead else 0) for n, _ in busy))
+        lines.append("")
+        lines.append(f"{'node':<{width}}" + "".join(f"{h:>16}" for h in _TABLE_COUNTERS))
+        for name, c in busy:
+            label = f"{name} (dead)" if name in dead else name
+            lines.append(f"{label:<{width}}" + "".join(f"{c[h]:>16}" for h in _TABLE_COUNTERS))
+    return "\n".join(lines)
+
+
+def report_json(report: SimReport) -> dict[str, Any]:
+    """The report as a JSON-ready dict (``json.dumps`` works on it as is)."""
+    def num(x: float | None) -> float | None:
+        return None if x is None or x != x else x
+
+    fetches = []
+    for f in report.fetches:
+        d = f.as_dict()
+        d["started_s"] = num(d["started_s"])
+        fetches.append(d)
+    return {
+        "topology": report.topology,
+        "nodes": report.node_count,
+        "links": report.link_count,
+        "seed": report.seed,
+        "routes": report.routes,
+        "ok": report.ok,
+        "fetches": fetches,
+        "sim_time_s": report.sim_time_s,
+        "wall_s": report.wall_s,
+        "run_wall_s": report.run_wall_s,
+        "packets": report.packets,
+        "packets_per_s": num(report.packets_per_s) if math.isfinite(report.packets_per_s) else None,
+        "events": report.events,
+        "steps": report.steps,
+        "dead": report.dead,
+        "counters": report.counters,
+        "link_stats": report.links,
+    }
