@@ -573,7 +573,9 @@ class Network:
             for handle in self._nodes.values():
                 nursery.start_soon(ready, handle)
         if errors:
-            raise LaunchError(f"{self.spec.source}: " + "\n".join(errors))
+            # the first failure with its log tail; the others one line each
+            others = [e.splitlines()[0].removesuffix(":") for e in errors[1:]]
+            raise LaunchError(f"{self.spec.source}: " + "\n".join([errors[0], *others]))
         self._save()
         async with self._clients(list(self._nodes)) as clients:
             for i, link in enumerate(self.spec.links):

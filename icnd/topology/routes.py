@@ -185,6 +185,7 @@ class RouteOracle:
             for prefix in prefixes:
                 self._hosts.setdefault(prefix, []).append(name)
         self._dist: dict[str, dict[str, int]] = {}
+        self._unit = all(link.cost == 1 for link in spec.links)
 
     def prefixes(self) -> list[str]:
         """Every originated prefix, in first-origination order."""
@@ -198,7 +199,9 @@ class RouteOracle:
         """``dist_G(x, hosts)`` for every node ``x`` that can reach a host (cached)."""
         dist = self._dist.get(prefix)
         if dist is None:
-            dist = self._dist[prefix] = _multi_dijkstra(self._adj, self._hosts.get(prefix, ()))
+            sources = self._hosts.get(prefix, ())
+            search = _multi_bfs if self._unit else _multi_dijkstra
+            dist = self._dist[prefix] = search(self._adj, sources)
         return dist
 
     def routes(self, node: str, prefix: str) -> list[Route]:
@@ -224,6 +227,23 @@ class RouteOracle:
             out.append(Route(prefix, m, link_cost + dm))
         out.sort(key=lambda r: (r.cost, r.via))
         return out
+
+
+def _multi_bfs(adj: Graph, sources: Iterable[str]) -> dict[str, int]:
+    """`_multi_dijkstra` for a graph whose links all cost 1."""
+    dist = dict.fromkeys(sources, 0)
+    frontier = list(dist)
+    d = 0
+    while frontier:
+        d += 1
+        nxt = []
+        for u in frontier:
+            for v in adj[u]:
+                if v not in dist:
+                    dist[v] = d
+                    nxt.append(v)
+        frontier = nxt
+    return dist
 
 
 def _multi_dijkstra(adj: Graph, sources: Iterable[str]) -> dict[str, int]:

@@ -209,7 +209,8 @@ class SimReport:
     fetches: list[FetchResult]
     sim_time_s: float  # simulated time when the simulation stopped
     wall_s: float  # wall-clock seconds, building included
-    run_wall_s: float  # wall-clock seconds of the event loop alone
+    run_wall_s: float  # wall-clock seconds of the event loop (lazy route derivation included)
+    routes_s: float  # wall-clock seconds spent deriving and installing routes (up front or lazily)
     packets: int  # packets delivered to a node or an application
     events: int  # events processed on the virtual clock
     counters: dict[str, dict[str, int]]  # node -> Forwarder counters
@@ -357,9 +358,10 @@ class _LazyFib(Fib):
     """A FIB that installs a node's derived routes toward ``/node/X`` on first lookup."""
 
     def __init__(self, node: str, oracle: RouteOracle, faces: dict[str, int],
-                 prefixes: dict[bytes, tuple[str, Name]]) -> None:
+                 prefixes: dict[bytes, tuple[str, Name]], clock: list[float]) -> None:
         super().__init__()
         self._node, self._oracle, self._faces, self._prefixes = node, oracle, faces, prefixes
+        self._clock = clock  # [seconds spent deriving routes], shared by every node
         self._installed: set[bytes] = set()
 
     def longest_match(self, comps):  # type: ignore[no-untyped-def]
@@ -369,9 +371,11 @@ class _LazyFib(Fib):
                 self._installed.add(dest)
                 known = self._prefixes.get(dest)
                 if known is not None:
+                    t0 = time.perf_counter()
                     prefix, name = known
                     for route in self._oracle.routes(self._node, prefix):
                         self.add(name, self._faces[route.via], route.cost)
+                    self._clock[0] += time.perf_counter() - t0
         return Fib.longest_match(self, comps)
 
 
@@ -585,7 +589,8 @@ def simulate(
         net.link(link.a, link.b, params=params)
     faces = {name: {peer.name: face for face, (_, peer, _) in node.peers.items()}
              for name, node in net.nodes.items()}
-    _install_routes(spec, net, faces, routes, plain, steps)
+    route_clock = [0.0]
+    _install_routes(spec, net, faces, routes, plain, steps, route_clock)
     for name, node in net.nodes.items():
         _Producer(SimApp(node), Name(node_prefix(name)), object_size)
 
@@ -614,6 +619,7 @@ def simulate(
         sim_time_s=net.now,
         wall_s=time.perf_counter() - wall0,
         run_wall_s=run_wall,
+        routes_s=route_clock[0],
         packets=net.packets_delivered,
         events=net.events,
         counters={name: node.fw.counters.as_dict() for name, node in net.nodes.items()},
@@ -634,7 +640,16 @@ def _never_started(run: _Run, plain: list[tuple[str, str, str | None]], steps: l
 
 
 def _install_routes(spec: TopologySpec, net: SimNetwork, faces: dict[str, dict[str, int]], mode: str,
-                    plain: list[tuple[str, str, str | None]], steps: list[Step]) -> None:
+                    plain: list[tuple[str, str, str | None]], steps: list[Step], clock: list[float]) -> None:
+    t0 = time.perf_counter()
+    try:
+        _install(spec, net, faces, mode, plain, steps, clock)
+    finally:
+        clock[0] += time.perf_counter() - t0
+
+
+def _install(spec: TopologySpec, net: SimNetwork, faces: dict[str, dict[str, int]], mode: str,
+             plain: list[tuple[str, str, str | None]], steps: list[Step], clock: list[float]) -> None:
     if mode == "lazy":
         oracle = RouteOracle(spec)
         prefixes = {}
@@ -643,7 +658,7 @@ def _install_routes(spec: TopologySpec, net: SimNetwork, faces: dict[str, dict[s
             pname = Name(prefix)
             prefixes[pname.comps[1]] = (prefix, pname)
         for name, node in net.nodes.items():
-            node.fw.fib = _LazyFib(name, oracle, faces[name], prefixes)
+            node.fw.fib = _LazyFib(name, oracle, faces[name], prefixes, clock)
         return
     if mode == "full":
         table = derive_routes(spec)
@@ -726,6 +741,7 @@ def report_json(report: SimReport) -> dict[str, Any]:
         "sim_time_s": report.sim_time_s,
         "wall_s": report.wall_s,
         "run_wall_s": report.run_wall_s,
+        "routes_s": report.routes_s,
         "packets": report.packets,
         "packets_per_s": num(report.packets_per_s) if math.isfinite(report.packets_per_s) else None,
         "events": report.events,

@@ -1,0 +1,51 @@
+"""The blocking facade drives a real daemon from plain (non-async) code."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+import icnd
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    sock = str(tmp_path / "s.sock")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "icnd", "run", "--name", "/node/s", "--socket", sock, "--listen", "udp://127.0.0.1:0"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            with icnd.sync.connect(sock) as c:
+                c.status()
+            break
+        except icnd.Error:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                raise
+            time.sleep(0.05)
+    yield sock
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_sync_publish_fetch_serve_and_errors(daemon) -> None:
+    with icnd.sync.connect(daemon) as c, icnd.sync.connect(daemon) as other:
+        c.publish("/sync/hello", b"hi there", freshness=5)
+        assert other.fetch("/sync/hello").content == b"hi there"
+        with c.serve("/sync/echo", lambda interest: b"echo:" + bytes(interest.name[-1])):
+            assert other.fetch("/sync/echo/abc").content == b"echo:abc"
+        with pytest.raises(icnd.Nacked) as info:
+            other.fetch("/sync/nobody", timeout=2)
+        assert info.value.reason == "no-route"
+        assert c.status()["name"] == "/node/s"
+
+
+def test_sync_connect_to_missing_socket_fails_clearly(tmp_path) -> None:
+    with pytest.raises(icnd.Error, match="cannot connect"):
+        icnd.sync.connect(str(tmp_path / "nothing.sock"), timeout=1)
