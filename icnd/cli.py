@@ -682,7 +682,40 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where to write the key (default: ./identity.key)")
     p.add_argument("--name", dest="identity", metavar="IDENTITY", type=_name_arg,
                    help="identity name (default: /node/<hostname>)")
+
+    # icnd topo
+    topo = sub.add_parser(
+        "topo", help="start, stop or simulate a topology of nodes",
+        description="Start one daemon per node of a topology file (topologies/*.toml), stop a "
+        "topology running in the background, or simulate one in-process on a virtual clock.",
+    )
+    topo_sub = topo.add_subparsers(dest="verb", metavar="VERB", required=True)
+    p = command(topo_sub, "up", cmd_topo_up,
+                "start every node of FILE, print their sockets, stay in the foreground (Ctrl-C stops)")
+    p.add_argument("file", metavar="FILE", help="topology file, e.g. topologies/grid9.toml")
+    p.add_argument("--netns", action="store_true",
+                   help="one network namespace per node (root only; otherwise falls back to processes "
+                   "on loopback)")
+    p.add_argument("--workdir", metavar="DIR",
+                   help="sockets, logs, data and topology.json (default: $XDG_RUNTIME_DIR/icnd-topo, "
+                   "else /tmp/icnd-topo-$UID)")
+    p.add_argument("--log-level", type=str.lower, choices=LOG_LEVELS, default="info",
+                   help="the daemons' log level")
+    p = command(topo_sub, "down", cmd_topo_down, "stop the topology running in the background from its workdir")
+    p.add_argument("--workdir", metavar="DIR", help="as given to 'icnd topo up' (same default)")
     return parser
+
+
+def cmd_topo_up(args: argparse.Namespace) -> int:
+    from .topology.launch import main_up
+
+    return main_up(args.file, netns=args.netns, workdir=args.workdir, log_level=args.log_level)
+
+
+def cmd_topo_down(args: argparse.Namespace) -> int:
+    from .topology.launch import topo_down
+
+    return topo_down(args.workdir)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,59 +1,101 @@
-"""`make demo`: named data crossing a small network of forwarder cores.
+"""`make demo`: the showcase on a local topology of real daemons.
 
-Runs the real forwarding core in-process on a virtual clock (icnd.sim): a
-producer on one node, consumers on others, a lossy link, and the counters
-that show caching, aggregation and retransmission at work.
+Starts `topologies/default.toml` (one `icnd run` process per node on
+loopback, links with emulated delay), then: a worker publishes named data,
+the client fetches it across two routers and fetches it again from a cache,
+a second consumer's request is answered by a router's cache, and a per-node
+counter table shows where the packets went.  Everything is torn down at the
+end; the exit code is 0 only if every step worked.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 
-from .name import Name
-from .packet import Data
-from .sim import SimNetwork
+import trio
+
+from .errors import Error
+from .topology import launch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_TOPOLOGY = os.path.join(os.path.dirname(HERE), "topologies", "default.toml")
+COLUMNS = ("interests_in", "interests_out", "data_out", "cs_hits", "pit_aggregated", "nacks_out")
 
 
-def face_toward(net: SimNetwork, node: str, peer: str) -> int:
-    return next(f for f, (_, p, _) in net.nodes[node].peers.items() if p.name == peer)
+def step(text: str) -> None:
+    print(f"\n== {text}", flush=True)
 
 
-def main() -> int:
-    net = SimNetwork(seed=7)
-    for n in ("alice", "r1", "r2", "bob", "carol"):
-        net.add_node(n)
-    net.link("alice", "r1", delay=0.002)
-    net.link("r1", "r2", delay=0.010, loss=0.1)
-    net.link("r2", "bob", delay=0.002)
-    net.link("carol", "r1", delay=0.002)
-    for node, peer in (("alice", "r1"), ("carol", "r1"), ("r1", "r2"), ("r2", "bob")):
-        net.nodes[node].fw.add_route(Name("/bob"), face_toward(net, node, peer))
+async def showcase(path: str) -> bool:
+    started = time.monotonic()
+    step(f"starting {os.path.relpath(path)}: one icnd process per node on loopback")
+    async with launch(path) as net:
+        for handle in net.nodes.values():
+            print(f"  {handle.name:<8} {handle.prefix:<14} pid {handle.pid:<7} {handle.udp_uri}")
+        print(f"  all {len(net.nodes)} nodes ready in {time.monotonic() - started:.1f}s")
 
-    producer = net.app("bob")
-    producer.serve("/bob/photos", lambda i: Data(i.name, b"jpeg bytes of " + i.name.to_uri().encode(), freshness_ms=60_000))
+        w3 = await net.connect("w3")
+        client = await net.connect("client")
+        r1 = await net.connect("r1")
 
-    print("icnd demo: alice and carol fetch /bob/photos/* through r1 and r2 (10% loss on r1-r2)\n")
-    alice, carol = net.app("alice"), net.app("carol")
-    first = [alice.fetch(f"/bob/photos/{i}", retx_ms=100) for i in range(20)]
-    net.run(until=0.001)
-    second = [carol.fetch(f"/bob/photos/{i}", retx_ms=100) for i in range(20)]
-    net.run(until=5)
-    third = [carol.fetch(f"/bob/photos/{i}") for i in range(20)]
-    net.run(until=10)
+        step("w3 publishes /node/w3/photos/cat.jpg (signed with w3's Ed25519 identity)")
+        content = b"\xff\xd8 a picture of a cat " * 40
+        await w3.publish("/node/w3/photos/cat.jpg", content, freshness=60)
+        print(f"  published {len(content)} bytes")
 
-    ok = all(isinstance(f.result, Data) for f in first + second + third)
-    for label, fetches in (("alice (cold)", first), ("carol (same time)", second), ("carol (again)", third)):
-        rtts = sorted(f.rtt for f in fetches if f.rtt is not None)
-        got = sum(isinstance(f.result, Data) for f in fetches)
-        print(f"  {label:<18} {got}/{len(fetches)} fetched, median RTT {1000 * rtts[len(rtts) // 2]:.1f} ms")
-    print()
-    header = ("node", "interests_in", "data_out", "cs_hits", "pit_aggregated", "retransmissions")
-    print("  " + "".join(f"{h:>16}" for h in header))
-    for name, node in net.nodes.items():
-        c = node.fw.counters.as_dict()
-        print("  " + f"{name:>16}" + "".join(f"{c[h]:>16}" for h in header[1:]))
-    print("\nr1 merged carol's Interests with alice's (pit_aggregated); carol's node answered her repeat from its cache (cs_hits).")
-    return 0 if ok else 1
+        step("client fetches it: client -> r2 -> w3 and back, signature verified")
+        t0 = trio.current_time()
+        data = await client.fetch("/node/w3/photos/cat.jpg")
+        first_ms = 1000 * (trio.current_time() - t0)
+        ok = data.content == content
+        print(f"  {len(data.content)} bytes in {first_ms:.1f} ms, signed by {data.signer}: {'ok' if ok else 'MISMATCH'}")
+
+        step("client fetches it again: answered by its own node's Content Store")
+        t0 = trio.current_time()
+        await client.fetch("/node/w3/photos/cat.jpg")
+        print(f"  {1000 * (trio.current_time() - t0):.1f} ms (cs_hits at client: "
+              f"{(await net.status('client'))['counters']['cs_hits']})")
+
+        step("r1 fetches it: the request meets a cached copy before reaching w3")
+        before = {name: (await net.status(name))["counters"] for name in net.nodes}
+        t0 = trio.current_time()
+        again = await r1.fetch("/node/w3/photos/cat.jpg")
+        took = 1000 * (trio.current_time() - t0)
+        after = {name: (await net.status(name))["counters"] for name in net.nodes}
+        hits = [n for n in net.nodes if after[n]["cs_hits"] > before[n]["cs_hits"]]
+        reached_w3 = after["w3"]["interests_in"] > before["w3"]["interests_in"]
+        ok = ok and again.content == content and bool(hits) and not reached_w3
+        print(f"  {took:.1f} ms, answered from the cache at {', '.join(hits) or 'nowhere'}; "
+              f"w3 {'was asked again' if reached_w3 else 'never saw the request'}")
+
+        step("a name nobody serves is refused at once (Nack), not left to time out")
+        try:
+            await client.fetch("/nobody/serves/this", timeout=3)
+            ok = False
+            print("  unexpectedly answered")
+        except Error as exc:
+            print(f"  {type(exc).__name__}: {exc}")
+
+        step("per-node counters")
+        print("  " + f"{'node':<8}" + "".join(f"{c:>16}" for c in COLUMNS))
+        for name in net.nodes:
+            counters = (await net.status(name))["counters"]
+            print("  " + f"{name:<8}" + "".join(f"{counters[c]:>16}" for c in COLUMNS))
+        step("tearing down")
+    print(f"  done in {time.monotonic() - started:.1f}s: {'success' if ok else 'FAILED'}")
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    path = args[0] if args else DEFAULT_TOPOLOGY
+    try:
+        return 0 if trio.run(showcase, path) else 1
+    except Error as exc:
+        print(f"icnd demo: error: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -232,6 +232,7 @@ class Node:
         canonical = str(parsed)
         existing = self.find_face(canonical)
         if existing is not None:
+            existing.persistent = True  # asked for by name: an operator's face now, not on-demand
             return existing
         if parsed.scheme == "udp":
             listener = self._udp_listener_for(parsed.host)

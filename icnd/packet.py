@@ -88,6 +88,10 @@ class Interest:
     app_params: bytes | None = None
     forwarding_hint: tuple[Name, ...] = ()
 
+    def __post_init__(self) -> None:
+        if type(self.name) is not Name:
+            object.__setattr__(self, "name", Name(self.name))
+
     @classmethod
     def with_params(cls, name: Name, app_params: bytes, **kw: object) -> "Interest":
         """An Interest carrying parameters; its name gains `params-sha256=`."""
@@ -124,6 +128,10 @@ class Data:
     key_locator: Name | None = None
     sig_value: bytes = b""
     wire: bytes | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if type(self.name) is not Name:
+            object.__setattr__(self, "name", Name(self.name))
 
     @property
     def signer(self) -> Name | None:

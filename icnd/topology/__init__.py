@@ -1,5 +1,7 @@
-"""Topologies: describe a network in TOML, derive its routes (interface §6)."""
+"""Topologies: describe a network in TOML, derive its routes, launch or simulate it (interface §6)."""
 
+from .launch import LaunchError, Network, NodeHandle, launch, topo_down, topo_up
+from .netns import NetnsUnavailable
 from .routes import Route, derive_routes, originated_prefixes, shortest_distances
 from .spec import (
     GroupMember,
@@ -15,6 +17,13 @@ from .spec import (
 )
 
 __all__ = [
+    "LaunchError",
+    "NetnsUnavailable",
+    "Network",
+    "NodeHandle",
+    "launch",
+    "topo_down",
+    "topo_up",
     "GroupMember",
     "GroupSpec",
     "LinkParams",

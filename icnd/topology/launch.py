@@ -373,9 +373,9 @@ class Network:
                 with trio.move_on_after(STOP_TIMEOUT):
                     while proc.poll() is None:
                         await trio.sleep(0.01)
-            for key in [k for k in self._faces if handle.name in k]:
-                if key[1] == handle.name:
-                    continue  # the neighbours' faces toward it survive (UDP) or die on their own (TCP)
+            # its own faces are gone; the neighbours' faces toward it survive (UDP) or
+            # close on their own (TCP), and `restart` re-creates whatever is missing
+            for key in [k for k in self._faces if k[0] == handle.name]:
                 del self._faces[key]
             self._save()
 

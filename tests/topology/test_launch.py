@@ -22,7 +22,7 @@ import trio
 
 import icnd
 from icnd import Interest, Name
-from icnd.topology import derive_routes, load, parse
+from icnd.topology import TopologySpec, derive_routes, load, parse
 from icnd.topology.launch import STATE_FILE, LaunchError, launch, topo_down
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,7 +121,7 @@ async def test_grid9_corner_to_corner_failover_and_restart(workdir) -> None:
     assert_cleaned(workdir, pids)
 
 
-def two_nodes(**link) -> object:
+def two_nodes(**link) -> TopologySpec:
     return parse({"nodes": {"a": {}, "b": {}}, "links": [{"ends": ["a", "b"], **link}]}, "two-nodes")
 
 
