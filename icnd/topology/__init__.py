@@ -2,7 +2,18 @@
 
 from .launch import LaunchError, Network, NodeHandle, launch, topo_down, topo_up
 from .netns import NetnsUnavailable
-from .routes import Route, derive_routes, originated_prefixes, shortest_distances
+from .routes import Route, RouteOracle, derive_routes, originated_prefixes, shortest_distances
+from .simulate import (
+    FetchResult,
+    ScenarioError,
+    SimReport,
+    Step,
+    format_report,
+    grid_spec,
+    load_scenario,
+    report_json,
+    simulate,
+)
 from .spec import (
     GroupMember,
     GroupSpec,
@@ -17,6 +28,16 @@ from .spec import (
 )
 
 __all__ = [
+    "FetchResult",
+    "RouteOracle",
+    "ScenarioError",
+    "SimReport",
+    "Step",
+    "format_report",
+    "grid_spec",
+    "load_scenario",
+    "report_json",
+    "simulate",
     "LaunchError",
     "NetnsUnavailable",
     "Network",
