@@ -28,7 +28,7 @@ import trio
 
 from . import __version__
 from .client import CommandFailed, connect
-from .client import MAX_PUBLISH_CONTENT
+from .objects import DEFAULT_SEGMENT_SIZE
 from .config import (
     LOG_LEVELS,
     ConfigError,
@@ -455,51 +455,81 @@ async def _ping(args: argparse.Namespace) -> int:
     return 0 if received else 1
 
 
-def cmd_fetch(args: argparse.Namespace) -> int:
-    async def fetch() -> bytes:
-        async with connect(args.socket) as client:
-            data = await client.fetch(args.name, timeout=args.timeout, verify=not args.no_verify)
-            return data.content
+def _progress_bar(label: str):  # type: ignore[no-untyped-def]
+    """A tqdm progress bar on stderr when it is a terminal, else nothing."""
+    if not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
 
-    content = trio.run(fetch)
-    if args.output and args.output != "-":
+    return tqdm(desc=label, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr, leave=False)
+
+
+def _progress_callback(bar):  # type: ignore[no-untyped-def]
+    if bar is None:
+        return None
+
+    def update(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    return update
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    to_file = bool(args.output) and args.output != "-"
+
+    async def fetch() -> bytes:
+        bar = _progress_bar(f"fetch {args.name}")
         try:
-            with open(args.output, "wb") as f:
-                f.write(content)
+            async with connect(args.socket) as client:
+                return await client.fetch_object(
+                    args.name, timeout=args.timeout, verify=not args.no_verify,
+                    out=args.output if to_file else None, progress=_progress_callback(bar),
+                )
         except OSError as exc:
             raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from None
-    else:
+        finally:
+            if bar is not None:
+                bar.close()
+
+    content = trio.run(fetch)
+    if not to_file:
         sys.stdout.buffer.write(content)
         sys.stdout.buffer.flush()
     return 0
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    limit = MAX_PUBLISH_CONTENT
-    try:
-        if args.file == "-":
-            content = sys.stdin.buffer.read(limit + 1)
-        else:
-            with open(args.file, "rb") as f:
-                content = f.read(limit + 1)
-    except OSError as exc:
-        raise CliError(f"cannot read {args.file}: {exc.strerror or exc}") from None
-    if len(content) > limit:
-        source = "standard input" if args.file == "-" else args.file
-        raise CliError(
-            f"{source} is larger than {limit} bytes, the limit of one published packet "
-            "(segmented publishing is not implemented yet)"
-        )
+    if args.file == "-":
+        source: Any = sys.stdin.buffer.read()
+        size = len(source)
+    else:
+        source = args.file
+        try:
+            size = os.path.getsize(source)
+            with open(source, "rb"):
+                pass
+        except OSError as exc:
+            raise CliError(f"cannot read {args.file}: {exc.strerror or exc}") from None
 
     async def publish() -> Any:
-        async with connect(args.socket) as client:
-            try:
-                return await client.publish(args.name, content, freshness=args.freshness)
-            except CommandFailed as exc:
-                raise CliError(f"publish {args.name}: {exc.message}") from None
+        bar = _progress_bar(f"publish {args.name}")
+        try:
+            async with connect(args.socket) as client:
+                return await client.publish_object(args.name, source, segment_size=args.segment_size,
+                                                   freshness=args.freshness, progress=_progress_callback(bar))
+        except CommandFailed as exc:
+            raise CliError(f"publish {args.name}: {exc.message}") from None
+        except ValueError as exc:
+            raise CliError(f"publish {args.name}: {exc}") from None
+        finally:
+            if bar is not None:
+                bar.close()
 
-    data = trio.run(publish)
-    print(f"published {data.name} ({len(content)} bytes)")
+    manifest = trio.run(publish)
+    print(f"published {manifest.name} version {manifest.version} ({size} bytes in {manifest.segments} "
+          f"segment{'s' if manifest.segments != 1 else ''})")
     return 0
 
 
@@ -650,27 +680,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     # icnd fetch
     p = command(
-        sub, "fetch", cmd_fetch, "fetch a Data by name", parents=[socket_opt],
-        description="Fetch one Data by name (single packet; segmented objects come later), verify its "
-        "signature, and write its content to FILE or standard output.",
+        sub, "fetch", cmd_fetch, "fetch a (segmented) object by name", parents=[socket_opt],
+        description="Fetch the newest version of the object NAME (or the version NAME/v=N), checking "
+        "the manifest's signature and every segment against it, and write it to FILE or standard "
+        "output; a plain single Data under NAME is fetched too. Progress bar on a terminal.",
     )
     p.add_argument("name", metavar="NAME", type=_name_arg, help="the name to fetch")
     p.add_argument("-o", "--output", metavar="FILE", help="write the content to FILE (default: stdout)")
-    p.add_argument("--timeout", type=_positive_seconds, default=4.0, metavar="S",
-                   help="give up after S seconds (default: 4)")
-    p.add_argument("--no-verify", action="store_true", help="do not verify the Data's signature")
+    p.add_argument("--timeout", type=_positive_seconds, default=60.0, metavar="S",
+                   help="give up after S seconds (default: 60)")
+    p.add_argument("--no-verify", action="store_true", help="do not verify signatures")
 
     # icnd publish
     p = command(
         sub, "publish", cmd_publish, "publish a file under a name through the local node",
         parents=[socket_opt],
-        description="Publish FILE's content as one Data named NAME, stored and served by the local node "
-        f"(single packet: at most {MAX_PUBLISH_CONTENT} bytes; segmentation comes later).",
+        description="Publish FILE (any size) as a versioned, segmented object NAME: the local node "
+        "stores it (in its data directory when it has one), signs its manifest and serves it. "
+        "Progress bar on a terminal.",
     )
-    p.add_argument("name", metavar="NAME", type=_name_arg, help="the Data's name")
+    p.add_argument("name", metavar="NAME", type=_name_arg, help="the object's name")
     p.add_argument("file", metavar="FILE", help="the content ('-' reads standard input)")
     p.add_argument("--freshness", type=_nonneg_seconds, metavar="S",
-                   help="freshness period in seconds (default: 3600)")
+                   help="freshness period of the segments in seconds (default: 3600)")
+    p.add_argument("--segment-size", type=_positive_int, default=DEFAULT_SEGMENT_SIZE, metavar="BYTES",
+                   help=f"segment size (default: {DEFAULT_SEGMENT_SIZE})")
 
     # icnd keygen
     p = command(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Awaitable, Callable, Union
 
@@ -31,9 +32,21 @@ import trio
 
 from .codec import MAX_PARAMS_SIZE, decode, encode
 from .config import resolve_socket_path
-from .errors import DecodeError, Error, Nacked, RemoteError, Timeout, VerificationError
+from .errors import DecodeError, Error, Nacked, NotFound, RemoteError, Timeout, VerificationError
 from .faces.stream import StreamFace, connect_stream
-from .name import Name, NameLike
+from .name import T_VERSION, Name, NameLike
+from .objects import (
+    DEFAULT_SEGMENT_SIZE,
+    MANIFEST,
+    CongestionWindow,
+    Manifest,
+    RttEstimator,
+    check_segment,
+    check_sizes,
+    manifest_name,
+    parse_versioned,
+    segment_index,
+)
 from .packet import ContentType, Data, Interest, Nack, NackReason, Packet, SigType
 from .security import Ed25519VerifyKey, KeyChain, SigningKey
 
@@ -73,6 +86,8 @@ class Client:
             self.keychain.add_signing_key(key)
         self._pending: dict[tuple[bytes, ...], list[_Pending]] = {}
         self._prefix_pending = 0
+        # object fetches in progress: N/v=V -> callback(packet) for its segments
+        self._streams: dict[tuple[bytes, ...], Callable[[Data | Nack], None]] = {}
         self._served: list[tuple[Name, Handler]] = []
         self.closed = False
 
@@ -92,6 +107,11 @@ class Client:
 
     def _on_data(self, data: Data) -> None:
         comps = data.name.comps
+        if self._streams:
+            stream = self._streams.get(comps[:-1])
+            if stream is not None:
+                stream(data)
+                return
         waiters = self._pending.pop(comps, [])
         if self._prefix_pending:
             for n in range(len(comps)):
@@ -107,6 +127,11 @@ class Client:
             self._resolve(p, data)
 
     def _on_nack(self, nack: Nack) -> None:
+        if self._streams:
+            stream = self._streams.get(nack.name.comps[:-1])
+            if stream is not None:
+                stream(nack)
+                return
         waiters = self._pending.get(nack.name.comps)
         if not waiters:
             return
@@ -290,6 +315,141 @@ class Client:
         if not self.face.closed:
             self.send(reply)
 
+    # --- large objects -----------------------------------------------------------------------
+    async def publish_object(self, name: NameLike, source: bytes | bytearray | memoryview | str | os.PathLike,
+                             *, segment_size: int = DEFAULT_SEGMENT_SIZE, freshness: float | None = None,
+                             progress: Callable[[int, int], None] | None = None) -> Manifest:
+        """Publish bytes or a file of any size as a segmented, versioned object.
+
+        The node stores it (in ``--data-dir`` when it has one) and serves its
+        manifest and segments; the manifest is signed by the node's key.
+        ``progress(done, total)`` is called as bytes are uploaded."""
+        name = Name(name)
+        freshness_ms = 3_600_000 if freshness is None else int(freshness * 1000)
+        if isinstance(source, (str, os.PathLike)):
+            size = os.path.getsize(source)
+            reader = open(source, "rb")
+        else:
+            view = memoryview(source).cast("B")
+            size = len(view)
+            reader = None
+        check_sizes(size, segment_size)
+        begun = await self.command("object", "begin", name=name.to_uri(), size=size,
+                                   segment_size=segment_size, freshness_ms=freshness_ms)
+        upload = begun["upload"]
+        try:
+            offset = 0
+            while offset < size:
+                if reader is not None:
+                    chunk = reader.read(UPLOAD_CHUNK)
+                    if not chunk:
+                        raise Error(f"{source}: file shrank while it was being published")
+                else:
+                    chunk = bytes(view[offset:offset + UPLOAD_CHUNK])
+                await self.command("object", "append", upload=upload, offset=offset, data=chunk)
+                offset += len(chunk)
+                if progress is not None:
+                    progress(offset, size)
+            info = await self.command("object", "commit", upload=upload)
+        except BaseException:
+            with trio.CancelScope(shield=True), trio.move_on_after(2):
+                try:
+                    await self.command("object", "abort", upload=upload)
+                except Error:
+                    pass
+            raise
+        finally:
+            if reader is not None:
+                reader.close()
+        if progress is not None and size == 0:
+            progress(0, 0)
+        return Manifest(name, info["version"], size, segment_size, b"\0" * (32 * info["segments"]))
+
+    async def fetch_manifest(self, name: NameLike, *, timeout: float = DEFAULT_TIMEOUT,
+                             verify: bool = True) -> Manifest:
+        """The manifest of the newest version of object `name` (or of the
+        version named, when `name` ends with ``v=…``)."""
+        name = Name(name)
+        comps = name.comps
+        if comps and comps[-1][0] == T_VERSION:
+            base, ver = name[:-1], int.from_bytes(comps[-1][1:], "big")
+        else:
+            found = await self._discover(name, timeout)
+            parsed = parse_versioned(found.name, name)
+            if parsed is None:
+                raise NotFound(f"{name} is not a published object ({found.name} answered)")
+            base, ver = name, parsed[0]
+            if parsed[1] == MANIFEST and found.content_type == ContentType.MANIFEST:
+                if verify:
+                    await self.verify(found, timeout=timeout)
+                return Manifest.decode(base, found.content)
+        data = await self.fetch(manifest_name(base, ver), timeout=timeout, verify=verify)
+        if data.content_type != ContentType.MANIFEST:
+            raise NotFound(f"{data.name} is not a manifest")
+        return Manifest.decode(base, data.content)
+
+    async def _discover(self, name: Name, timeout: float) -> Data:
+        """What the network has under `name`: its newest manifest, a segment, or a single Data."""
+        try:
+            return await self.fetch(name, timeout=timeout, can_be_prefix=True, must_be_fresh=True, verify=False)
+        except Nacked as exc:
+            if exc.reason == "no-route":
+                raise NotFound(f"{name}: no such object (nobody serves it: {exc})") from None
+            raise
+
+    async def fetch_object(self, name: NameLike, *, timeout: float = 60.0, verify: bool = True,
+                           out: str | os.PathLike | None = None,
+                           progress: Callable[[int, int], None] | None = None) -> bytes:
+        """Fetch a segmented object, checking every segment against the
+        signed manifest; returns its bytes (or writes them to `out` and
+        returns b"").  Raises NotFound, Nacked, Timeout or VerificationError
+        (naming the segment) — never hangs past `timeout`."""
+        name = Name(name)
+        deadline = trio.current_time() + timeout
+        try:
+            with trio.fail_at(deadline):
+                step_timeout = min(timeout, DEFAULT_TIMEOUT)
+                if not (name.comps and name.comps[-1][0] == T_VERSION):
+                    found = await self._discover(name, step_timeout)
+                    if found.name == name and found.content_type != ContentType.MANIFEST:
+                        return await self._single(found, out, verify, step_timeout, progress)
+                manifest = await self.fetch_manifest(name, timeout=step_timeout, verify=verify)
+                if out is None:
+                    buffer = bytearray(manifest.size)
+                    await self._fetch_segments(manifest, _BufferSink(buffer), progress)
+                    return bytes(buffer)
+                with open(out, "wb") as f:
+                    f.truncate(manifest.size)
+                    await self._fetch_segments(manifest, _FileSink(f.fileno()), progress)
+                return b""
+        except trio.TooSlowError:
+            raise Timeout(f"{name}: object not complete within {timeout:g}s") from None
+
+    async def _single(self, data: Data, out: str | os.PathLike | None, verify: bool, timeout: float,
+                      progress: Callable[[int, int], None] | None) -> bytes:
+        """A plain (unsegmented) Data where an object was asked for."""
+        if verify:
+            await self.verify(data, timeout=timeout)
+        if data.content_type == ContentType.ERROR:
+            raise _remote_error(data)
+        if progress is not None:
+            progress(len(data.content), len(data.content))
+        if out is None:
+            return data.content
+        with open(out, "wb") as f:
+            f.write(data.content)
+        return b""
+
+    async def _fetch_segments(self, manifest: Manifest, sink: "_Sink",
+                              progress: Callable[[int, int], None] | None) -> None:
+        pipeline = _SegmentPipeline(self, manifest, sink, progress)
+        key = manifest.prefix.comps
+        self._streams[key] = pipeline.on_packet
+        try:
+            await pipeline.run()
+        finally:
+            self._streams.pop(key, None)
+
     # --- management -------------------------------------------------------------------------
     async def command(self, module: str, verb: str, *, timeout: float = 10.0, **args: Any) -> Any:
         """Run a management command on the node; raises CommandFailed if refused."""
@@ -357,3 +517,142 @@ def unwrap(group: BaseExceptionGroup) -> BaseException:
 
 
 __all__ = ["Client", "CommandFailed", "connect"]
+
+
+UPLOAD_CHUNK = MAX_PUBLISH_CONTENT  # bytes per object/append command
+MAX_SEGMENT_ATTEMPTS = 8
+MAX_CORRUPT_ATTEMPTS = 3
+
+
+class _Sink:
+    def write(self, offset: int, content: bytes) -> None:
+        raise NotImplementedError
+
+
+class _BufferSink(_Sink):
+    def __init__(self, buffer: bytearray) -> None:
+        self.view = memoryview(buffer)
+
+    def write(self, offset: int, content: bytes) -> None:
+        self.view[offset:offset + len(content)] = content
+
+
+class _FileSink(_Sink):
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def write(self, offset: int, content: bytes) -> None:
+        os.pwrite(self.fd, content, offset)
+
+
+class _SegmentPipeline:
+    """One object fetch: a window of outstanding segment Interests (AIMD),
+    RTO from SRTT + 4·RTTVAR with backoff, retransmission with fresh nonces,
+    out-of-order placement into the sink, digest check of every segment."""
+
+    def __init__(self, client: Client, manifest: Manifest, sink: _Sink,
+                 progress: Callable[[int, int], None] | None) -> None:
+        self.client = client
+        self.manifest = manifest
+        self.sink = sink
+        self.progress = progress
+        self.rtt = RttEstimator()
+        self.window = CongestionWindow()
+        self.next_index = 0
+        self.retx: list[int] = []
+        self.outstanding: dict[int, tuple[float, int, int]] = {}  # index -> (sent_at, nonce, attempt)
+        self.attempts: dict[int, int] = {}
+        self.corrupt: dict[int, int] = {}
+        self.done = 0
+        self.bytes_done = 0
+        self.wakeup = trio.Event()
+        self.arrived: list[Data | Nack] = []
+        self.lifetime_ms = 4000
+
+    def on_packet(self, packet: Data | Nack) -> None:
+        self.arrived.append(packet)
+        self.wakeup.set()
+
+    def _send(self, index: int, now: float) -> None:
+        attempt = self.attempts.get(index, 0) + 1
+        if attempt > MAX_SEGMENT_ATTEMPTS:
+            raise Timeout(f"{self.manifest.segment_name(index)}: no answer after {MAX_SEGMENT_ATTEMPTS} attempts")
+        self.attempts[index] = attempt
+        interest = Interest(self.manifest.segment_name(index), lifetime_ms=self.lifetime_ms)
+        self.outstanding[index] = (now, interest.nonce, attempt)
+        self.client.send(interest)
+
+    async def run(self) -> None:
+        total = self.manifest.segments
+        while self.done < total:
+            now = trio.current_time()
+            while len(self.outstanding) < self.window.size and (self.retx or self.next_index < total):
+                if self.retx:
+                    index = self.retx.pop()
+                else:
+                    index = self.next_index
+                    self.next_index += 1
+                self._send(index, now)
+            rto = self.rtt.timeout()
+            earliest = min((sent for sent, _, _ in self.outstanding.values()), default=now)
+            with trio.move_on_at(earliest + rto):
+                await self.wakeup.wait()
+            self.wakeup = trio.Event()
+            arrived, self.arrived = self.arrived, []
+            now = trio.current_time()
+            for packet in arrived:
+                self._on_arrival(packet, now)
+            self._check_timeouts(now)
+
+    def _index_of(self, packet: Data | Nack) -> int | None:
+        index = segment_index(packet.name.comps[-1])
+        if index is None or index not in self.outstanding:
+            return None
+        return index
+
+    def _on_arrival(self, packet: Data | Nack, now: float) -> None:
+        index = self._index_of(packet)
+        if index is None:
+            return  # a late duplicate of a segment already placed
+        sent_at, nonce, attempt = self.outstanding[index]
+        if isinstance(packet, Nack):
+            if packet.nonce != nonce:
+                return
+            del self.outstanding[index]
+            if packet.reason in (NackReason.CONGESTION, NackReason.NO_RESOURCES):
+                self.window.on_loss(now, self.rtt.srtt or self.rtt.rto)
+                self.retx.append(index)
+                return
+            raise Nacked(packet.reason.label, f"{packet.name}: nacked {packet.reason.label}"
+                         + (f" ({packet.detail})" if packet.detail else ""))
+        del self.outstanding[index]
+        manifest = self.manifest
+        if not check_segment(manifest, index, packet.content):
+            bad = self.corrupt[index] = self.corrupt.get(index, 0) + 1
+            if bad >= MAX_CORRUPT_ATTEMPTS:
+                raise VerificationError(
+                    f"{packet.name}: content does not match the manifest's digest "
+                    f"({bad} copies received, all corrupt)"
+                )
+            self.retx.append(index)
+            return
+        if attempt == 1:
+            self.rtt.sample(now - sent_at)
+        self.window.on_answer()
+        start, _ = manifest.segment_range(index)
+        self.sink.write(start, packet.content)
+        self.done += 1
+        self.bytes_done += len(packet.content)
+        if self.progress is not None:
+            self.progress(self.bytes_done, manifest.size)
+
+    def _check_timeouts(self, now: float) -> None:
+        rto = self.rtt.timeout()
+        expired = [i for i, (sent, _, _) in self.outstanding.items() if now - sent >= rto]
+        if not expired:
+            return
+        self.rtt.back_off()
+        self.window.on_loss(now, self.rtt.srtt or rto)
+        for index in expired:
+            del self.outstanding[index]
+            self.retx.append(index)

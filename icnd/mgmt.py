@@ -24,6 +24,8 @@ from .errors import DecodeError
 from .faces import Face
 from .faces.link import LinkParams
 from .name import T_RNP, Name
+from .objects import Manifest
+from .objstore import ObjectStoreError
 from .packet import Data, Interest
 from .security import DigestKey
 
@@ -83,6 +85,12 @@ class Management:
             ("strategy", "unset"): self.strategy_unset,
             ("repo", "publish"): self.repo_publish,
             ("repo", "unpublish"): self.repo_unpublish,
+            ("object", "begin"): self.object_begin,
+            ("object", "append"): self.object_append,
+            ("object", "commit"): self.object_commit,
+            ("object", "abort"): self.object_abort,
+            ("object", "list"): self.object_list,
+            ("object", "remove"): self.object_remove,
         }
 
     async def handle(self, face: Face, interest: Interest) -> None:
@@ -306,3 +314,69 @@ class Management:
         if not self.node.unpublish(name):
             raise CommandError(404, f"{name} is not published here")
         return {"name": name.to_uri()}
+
+    # --- large objects (see objstore.py) ---------------------------------------------------
+    def _objects(self):  # type: ignore[no-untyped-def]
+        assert self.node.objects is not None
+        return self.node.objects
+
+    async def object_begin(self, face: Face, args: dict) -> Any:
+        name = _name(_arg(args, "name", str), "name")
+        if any(c[0] == T_RNP for c in name.comps):
+            raise CommandError(400, f"{name}: an object name may not contain an rnp= component")
+        try:
+            upload = self._objects().begin(
+                name, _arg(args, "size", int), _arg(args, "segment_size", int),
+                _arg(args, "freshness_ms", int, 3_600_000),
+            )
+        except ObjectStoreError as exc:
+            raise CommandError(409, str(exc)) from None
+        return {"upload": upload}
+
+    async def object_append(self, face: Face, args: dict) -> Any:
+        try:
+            received = self._objects().append(_arg(args, "upload", str), _arg(args, "offset", int),
+                                              _arg(args, "data", bytes))
+        except ObjectStoreError as exc:
+            raise CommandError(409, str(exc)) from None
+        return {"received": received}
+
+    async def object_commit(self, face: Face, args: dict) -> Any:
+        node = self.node
+        assert node.key is not None
+        try:
+            manifest = self._objects().commit(_arg(args, "upload", str), node.key)
+        except ObjectStoreError as exc:
+            raise CommandError(409, str(exc)) from None
+        try:
+            node.fw.add_route(manifest.name, node.INTERNAL_FACE, 0)
+        except TableFull as exc:
+            raise CommandError(409, str(exc)) from None
+        return self._manifest_info(manifest)
+
+    @staticmethod
+    def _manifest_info(manifest: Manifest) -> dict:
+        return {
+            "name": manifest.name.to_uri(), "version": manifest.version, "size": manifest.size,
+            "segment_size": manifest.segment_size, "segments": manifest.segments,
+            "manifest": manifest.manifest_name().to_uri(),
+        }
+
+    async def object_abort(self, face: Face, args: dict) -> Any:
+        upload = _arg(args, "upload", str)
+        try:
+            self._objects().abort(upload)
+        except ObjectStoreError as exc:
+            raise CommandError(404, str(exc)) from None
+        return {"upload": upload}
+
+    async def object_list(self, face: Face, args: dict) -> Any:
+        return [self._manifest_info(m) for m in self._objects().objects()]
+
+    async def object_remove(self, face: Face, args: dict) -> Any:
+        name = _name(_arg(args, "name", str), "name")
+        removed = self._objects().remove(name)
+        if not removed:
+            raise CommandError(404, f"{name} is not a published object here")
+        self.node.fw.fib.remove(name, self.node.INTERNAL_FACE)
+        return {"name": name.to_uri(), "versions": [m.version for m in removed]}

@@ -23,6 +23,7 @@ import itertools
 import logging
 import math
 import os
+import sqlite3
 import time
 from typing import Callable
 
@@ -38,6 +39,7 @@ from .faces import Face, UdpListener, connect_face, open_listener, parse_face_ur
 from .faces.link import LinkModel, LinkParams, ShapedSender
 from .name import LOCALHOST, Name, generic
 from .packet import ContentType, Data, Interest, Nack, NackReason
+from .objstore import ObjectStore
 from .repo import Repo
 from .security import Ed25519Key, KeyChain
 
@@ -55,6 +57,8 @@ class StartupError(Exception):
 
 
 class Node:
+    INTERNAL_FACE = INTERNAL_FACE
+
     def __init__(self, config: NodeConfig) -> None:
         self.config = config
         self.name = config.node_name()
@@ -79,6 +83,7 @@ class Node:
         self.key: Ed25519Key | None = None
         self.keychain = KeyChain()
         self.repo: Repo | None = None
+        self.objects: ObjectStore | None = None
         self.mgmt_commands = 0
         self.ready = trio.Event()
         from .mgmt import Management
@@ -95,7 +100,12 @@ class Node:
             except ValueError as exc:
                 raise StartupError(f"strategy for {spec[0]}: {exc}") from None
         self._load_identity()
-        self.repo = Repo(int(cfg.repo_capacity_mb * 1024 * 1024), cfg.data_dir or None)
+        capacity = int(cfg.repo_capacity_mb * 1024 * 1024)
+        try:
+            self.repo = Repo(capacity, cfg.data_dir or None)
+            self.objects = ObjectStore(cfg.data_dir or None, capacity)
+        except (OSError, sqlite3.Error) as exc:
+            raise StartupError(f"store in {cfg.data_dir or 'a temporary directory'}: {exc}") from None
         try:
             await self._listen(f"unix://{os.path.abspath(self.socket_path)}")
             for uri in cfg.listen or ["0.0.0.0"]:
@@ -172,6 +182,8 @@ class Node:
                 await self._close_listeners()
                 if self.repo is not None:
                     self.repo.close()
+                if self.objects is not None:
+                    self.objects.close()
             log.info("node %s stopped", self.name)
 
     async def _apply_config(self) -> None:
@@ -192,6 +204,9 @@ class Node:
         assert self.repo is not None
         for data in self.repo.names():
             self.fw.add_route(data.name, INTERNAL_FACE, 0)
+        assert self.objects is not None
+        for name in self.objects.names():
+            self.fw.add_route(name, INTERNAL_FACE, 0)
 
     # --- faces ------------------------------------------------------------------------------
     def _on_new_face(self, face: Face) -> None:
@@ -314,6 +329,10 @@ class Node:
         stored = self.repo.get(comps)
         if stored is not None:
             return stored
+        assert self.objects is not None
+        segment = self.objects.lookup(interest)
+        if segment is not None:
+            return segment
         own = len(self.name.comps)
         if comps[:own] == self.name.comps and len(comps) > own:
             what = comps[own]
@@ -405,6 +424,8 @@ class Node:
         tables["dead_nonces"] = len(self.fw.dnl)
         tables["repo_entries"] = len(self.repo) if self.repo is not None else 0
         tables["repo_bytes"] = self.repo.bytes_used if self.repo is not None else 0
+        tables["objects"] = len(self.objects) if self.objects is not None else 0
+        tables["object_bytes"] = self.objects.bytes_used if self.objects is not None else 0
         return {
             "name": self.name.to_uri(),
             "version": __version__,

@@ -1,4 +1,22 @@
-"""UDP faces: one datagram carries one packet; no framing.
+"""UDP faces: one datagram carries one packet, or one fragment of a large one.
+
+A packet up to the listener's ``mtu`` (default 60,000 bytes) travels as one
+datagram, exactly its bytes.  A larger one, up to ``MAX_PACKET_SIZE``, is
+split into fragments by the face's `Fragmenter` and put back together by the
+receiving face's `Reassembler`, which delivers the whole packet or nothing
+(see `icnd.faces.fragment` for the wire format).  The default MTU suits
+loopback and hosts that let the kernel fragment IP; on real networks pass a
+smaller one, e.g. ``open_udp_listener(..., mtu=1400)``, so that no datagram
+needs IP fragmentation (one lost IP fragment loses the whole datagram).
+
+Fragments are the link's business only: a fragmented packet counts once in
+``out_packets``/``in_packets``, its fragments in ``fragments_out`` /
+``fragments_in`` (`UdpFaceCounters`).  `send` admits a fragmented packet only
+when the face's send queue has room for all its fragments, so it never sends
+a useless part of one.  A sender bursts at most ``burst_bytes`` per wakeup
+(in `send` and in the writer), giving the receiver's read loop (in the same
+process, on loopback) a turn to drain its socket before the kernel buffer
+overflows.
 
 A `UdpListener` owns one socket.  Its receive loop demultiplexes datagrams by
 source address into `UdpFace` objects, one per remote address: a datagram from
@@ -26,20 +44,29 @@ kill the listener.
 from __future__ import annotations
 
 import errno
+import random
 import socket
 from collections import deque
+from dataclasses import dataclass
 
 import trio
 
-from .base import Face, Listener, OnNewFace, OnReceive, close_socket
+from ..codec import MAX_PACKET_SIZE
+from .base import Face, FaceCounters, Listener, OnNewFace, OnReceive, close_socket
+from .fragment import DEFAULT_MTU, MAGIC, MIN_MTU, Fragmenter, Reassembler, fragment_count
 from .uri import FaceUri, format_inet_uri, parse_face_uri
 
 MAX_DATAGRAM = 65507  # largest UDP payload over IPv4
 RECV_SIZE = 65536
-DEFAULT_MAX_SEND_QUEUE = 1024  # datagrams per face
-MAX_HELD = 1024  # datagrams held for a face whose run() has not started yet
+DEFAULT_MAX_SEND_QUEUE = 1024  # datagrams per face (at least room for two largest packets' fragments)
+MAX_HELD = 1024  # packets held for a face whose run() has not started yet
+MAX_HELD_BYTES = 32 * 1024 * 1024  # ... and their bytes
 DATAGRAMS_PER_WAKEUP = 256
 SOCKET_BUFFER = 1024 * 1024
+SEND_BURST = 256 * 1024  # bytes of queued datagrams sent per writer wakeup (and of fragments in send)
+REASSEMBLY_TIMEOUT = 2.0  # seconds a partial packet waits for its next fragment
+REASSEMBLY_MAX_PACKETS = 64  # partial packets per face
+REASSEMBLY_MAX_BYTES = 32 * 1024 * 1024  # buffered fragment bytes per face
 
 _ICMP_ERRORS = {
     errno.ECONNREFUSED,
@@ -52,15 +79,40 @@ _ICMP_ERRORS = {
 }
 
 
+@dataclass(slots=True)
+class UdpFaceCounters(FaceCounters):
+    """`FaceCounters` plus the fragmentation counters of a UDP face (see `icnd.faces.fragment`)."""
+
+    fragments_out: int = 0  # fragment datagrams of packets accepted by send
+    fragments_in: int = 0
+    packets_reassembled: int = 0
+    reassembly_timeouts: int = 0
+    reassembly_evictions: int = 0
+    malformed_fragments: int = 0
+    duplicate_fragments: int = 0
+    late_fragments: int = 0
+
+
 class UdpFace(Face):
     """One remote address on a `UdpListener`'s socket."""
+
+    counters: UdpFaceCounters
 
     def __init__(self, listener: UdpListener, address: tuple, *, persistent: bool) -> None:
         super().__init__(
             remote_uri=_address_uri(address), local_uri=listener.local_uri, local=False, persistent=persistent
         )
+        self.counters = UdpFaceCounters()
         self.address = address  # socket address as recvfrom reports it
-        self.max_send_queue = DEFAULT_MAX_SEND_QUEUE
+        mtu = listener.mtu
+        self._mtu = mtu
+        # In datagrams: a fragmented packet takes one slot per fragment.
+        self.max_send_queue = max(DEFAULT_MAX_SEND_QUEUE, 2 * fragment_count(MAX_PACKET_SIZE, mtu))
+        self._fragmenter = Fragmenter(mtu, first_sequence=random.getrandbits(32))
+        self._reassembler = Reassembler(
+            REASSEMBLY_MAX_PACKETS, REASSEMBLY_MAX_BYTES, REASSEMBLY_TIMEOUT, counters=self.counters
+        )
+        self._held_bytes = 0
         self._listener = listener
         self._queued = 0
         self._on_receive: OnReceive | None = None
@@ -71,8 +123,12 @@ class UdpFace(Face):
 
     def send(self, wire: bytes) -> None:
         counters = self.counters
-        if self.closed or len(wire) > MAX_DATAGRAM:
+        if self.closed:
             counters.send_drops += 1
+            return
+        n = len(wire)
+        if n > self._mtu or (n and wire[0] == MAGIC):
+            self._send_fragments(wire)
             return
         listener = self._listener
         if not listener._queue:
@@ -85,7 +141,7 @@ class UdpFace(Face):
                 return
             else:
                 counters.out_packets += 1
-                counters.out_bytes += len(wire)
+                counters.out_bytes += n
                 return
         if self._queued >= self.max_send_queue:
             counters.send_drops += 1
@@ -93,19 +149,64 @@ class UdpFace(Face):
         self._queued += 1
         listener._enqueue(self, wire)
         counters.out_packets += 1
+        counters.out_bytes += n
+
+    @property
+    def mtu(self) -> int:
+        """The largest datagram this face sends (its listener's ``mtu`` when the face was made)."""
+        return self._mtu
+
+    def _send_fragments(self, wire: bytes) -> None:
+        """`send` for a packet over the MTU (or starting with the magic byte): all fragments or none."""
+        counters = self.counters
+        if len(wire) > MAX_PACKET_SIZE:
+            counters.send_drops += 1
+            return
+        datagrams = self._fragmenter.split(wire)
+        count = len(datagrams)
+        if self._queued + count > self.max_send_queue:
+            counters.send_drops += 1
+            return
+        listener = self._listener
+        sent = 0
+        if not listener._queue:
+            sendto = listener._sock.sendto
+            address = self.address
+            budget = listener.burst_bytes
+            try:
+                while sent < count and budget > 0:
+                    datagram = datagrams[sent]
+                    sendto(datagram, address)
+                    budget -= len(datagram)
+                    sent += 1
+            except BlockingIOError:
+                pass
+            except OSError:
+                counters.send_drops += 1
+                return
+        if sent < count:
+            self._queued += count - sent
+            listener._enqueue_many(self, datagrams, sent)
+        counters.out_packets += 1
         counters.out_bytes += len(wire)
+        counters.fragments_out += count
 
     def _deliver(self, data: bytes) -> None:
+        if data and data[0] == MAGIC:
+            data = self._reassembler.feed(data, trio.current_time())  # type: ignore[assignment]
+            if data is None:
+                return
         counters = self.counters
         on_receive = self._on_receive
         if on_receive is not None:
             counters.in_packets += 1
             counters.in_bytes += len(data)
             on_receive(self, data)
-        elif len(self._held) < MAX_HELD:
+        elif len(self._held) < MAX_HELD and self._held_bytes + len(data) <= MAX_HELD_BYTES:
             counters.in_packets += 1
             counters.in_bytes += len(data)
             self._held.append(data)
+            self._held_bytes += len(data)
         else:
             counters.recv_drops += 1
 
@@ -117,6 +218,7 @@ class UdpFace(Face):
             held = self._held
             while held and not self.closed:
                 on_receive(self, held.popleft())
+            self._held_bytes = 0
             if self.closed:
                 return
             self._on_receive = on_receive
@@ -141,6 +243,8 @@ class UdpFace(Face):
         self.closed = True
         self.close_reason = reason
         self._held.clear()
+        self._held_bytes = 0
+        self._reassembler.clear()
         self._closed_event.set()
         listener = self._listener
         if listener._faces.get(self.address) is self:
@@ -152,7 +256,11 @@ class UdpFace(Face):
 class UdpListener(Listener):
     """A bound UDP socket and the faces of the peers it talks to."""
 
-    def __init__(self, sock: socket.socket, *, on_new_face: OnNewFace | None) -> None:
+    def __init__(self, sock: socket.socket, *, on_new_face: OnNewFace | None, mtu: int = DEFAULT_MTU) -> None:
+        if type(mtu) is not int or not MIN_MTU <= mtu <= MAX_DATAGRAM:
+            raise ValueError(f"udp mtu must be an int in [{MIN_MTU}, {MAX_DATAGRAM}], not {mtu!r}")
+        self.mtu = mtu  # faces made from now on use it
+        self.burst_bytes = SEND_BURST
         sock.setblocking(False)
         self._sock = sock
         self._on_new_face = on_new_face
@@ -196,6 +304,7 @@ class UdpListener(Listener):
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._write_loop)
+                nursery.start_soon(self._expire_loop)
                 await self._read_loop()
                 nursery.cancel_scope.cancel()
         finally:
@@ -218,6 +327,20 @@ class UdpListener(Listener):
     def _enqueue(self, face: UdpFace, wire: bytes) -> None:
         self._queue.append((face, wire))
         self._wake_writer.set()
+
+    def _enqueue_many(self, face: UdpFace, datagrams: list[bytes], start: int) -> None:
+        self._queue.extend([(face, datagrams[i]) for i in range(start, len(datagrams))])
+        self._wake_writer.set()
+
+    async def _expire_loop(self) -> None:
+        """Drop partial packets that stopped receiving fragments, even if their peer fell silent."""
+        while True:
+            await trio.sleep(REASSEMBLY_TIMEOUT / 2)
+            now = trio.current_time()
+            for face in self._faces.values():
+                reassembler = face._reassembler
+                if reassembler.pending_packets:
+                    reassembler.expire(now)
 
     def _new_face(self, address: tuple) -> UdpFace | None:
         if self._on_new_face is None:
@@ -272,7 +395,8 @@ class UdpListener(Listener):
     def _flush(self) -> None:
         queue = self._queue
         sendto = self._sock.sendto
-        while queue:
+        budget = self.burst_bytes  # then wait for the next wakeup: the receiver gets a turn
+        while queue and budget > 0:
             face, wire = queue[0]
             if not face.closed:
                 try:
@@ -281,16 +405,23 @@ class UdpListener(Listener):
                     return
                 except OSError:
                     face.counters.send_drops += 1
+                budget -= len(wire)
             face._queued -= 1
             queue.popleft()
 
 
-async def open_udp_listener(host: str, port: int, *, on_new_face: OnNewFace | None) -> UdpListener:
+async def open_udp_listener(
+    host: str, port: int, *, on_new_face: OnNewFace | None, mtu: int = DEFAULT_MTU
+) -> UdpListener:
     """Bind a UDP socket on ``host:port`` (port 0: ephemeral; ``"::"``: dual-stack).
 
     ``on_new_face=None`` refuses on-demand faces: datagrams from addresses
-    without a face (see `UdpListener.face_to`) are dropped.
+    without a face (see `UdpListener.face_to`) are dropped.  Packets over
+    ``mtu`` bytes (largest datagram sent; default 60,000, good for loopback;
+    use ~1400 on real networks to avoid IP fragmentation) are fragmented.
     """
+    if type(mtu) is not int or not MIN_MTU <= mtu <= MAX_DATAGRAM:
+        raise ValueError(f"udp mtu must be an int in [{MIN_MTU}, {MAX_DATAGRAM}], not {mtu!r}")
     try:
         infos = await trio.socket.getaddrinfo(host or None, port, type=socket.SOCK_DGRAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
@@ -309,17 +440,17 @@ async def open_udp_listener(host: str, port: int, *, on_new_face: OnNewFace | No
     except BaseException:
         sock.close()
         raise
-    return UdpListener(sock, on_new_face=on_new_face)
+    return UdpListener(sock, on_new_face=on_new_face, mtu=mtu)
 
 
-async def connect_udp(uri: str | FaceUri) -> UdpFace:
-    """A persistent face to ``udp://HOST:PORT`` on its own ephemeral socket."""
+async def connect_udp(uri: str | FaceUri, *, mtu: int = DEFAULT_MTU) -> UdpFace:
+    """A persistent face to ``udp://HOST:PORT`` on its own ephemeral socket (see `open_udp_listener` for ``mtu``)."""
     parsed = parse_face_uri(uri) if isinstance(uri, str) else uri
     if parsed.scheme != "udp":
         raise ValueError(f"not a udp URI: {parsed}")
     infos = await trio.socket.getaddrinfo(parsed.host, parsed.port, type=socket.SOCK_DGRAM)
     wildcard = "::" if infos[0][0] == socket.AF_INET6 else "0.0.0.0"
-    listener = await open_udp_listener(wildcard, 0, on_new_face=None)
+    listener = await open_udp_listener(wildcard, 0, on_new_face=None, mtu=mtu)
     try:
         face = await listener.face_to(infos[0][4][0], parsed.port)
     except BaseException:

@@ -3,7 +3,9 @@ import socket
 import pytest
 import trio
 
+from icnd.codec import MAX_PACKET_SIZE
 from icnd.faces import MAX_DATAGRAM, Face, UdpFace, connect_udp, open_udp_listener
+from icnd.faces.fragment import HEADER, MAGIC
 
 
 class Peer:
@@ -109,19 +111,20 @@ async def test_garbage_and_empty_datagrams_are_delivered_as_bytes():
             await listener.aclose()
 
 
-async def test_oversize_datagram_is_dropped_and_counted():
-    with trio.fail_after(3):
+async def test_oversize_packet_is_dropped_and_counted():
+    with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
             peer = Peer(nursery)
             listener = await open_udp_listener("127.0.0.1", 0, on_new_face=peer.on_new_face)
             nursery.start_soon(listener.run)
             face = await listener.face_to(*listener.local_address)  # talk to ourselves
             nursery.start_soon(face.run, peer.on_receive)
-            face.send(b"x" * (MAX_DATAGRAM + 1))
-            face.send(b"y" * MAX_DATAGRAM)
+            face.send(b"x" * (MAX_PACKET_SIZE + 1))
+            face.send(b"y" * (MAX_DATAGRAM + 1))  # over one datagram: fragmented, no longer dropped
             await peer.wait_packets(1)
-            assert peer.packets() == [b"y" * MAX_DATAGRAM]
+            assert peer.packets() == [b"y" * (MAX_DATAGRAM + 1)]
             assert face.counters.send_drops == 1 and face.counters.out_packets == 1
+            assert face.counters.fragments_out == 2 and face.counters.packets_reassembled == 1
             await listener.aclose()
 
 

@@ -218,7 +218,9 @@ def test_publish_fetch_and_the_content_store(node, tmp_path):
     assert r.stdout == b"\x00from stdin\xff"
 
     cached = icnd_json("cs", "list", "--prefix", "/demo", sock=node.sock)
-    assert {e["name"] for e in cached} >= {"/demo/blob", "/demo/stdin"}
+    for obj in ("/demo/blob/", "/demo/stdin/"):  # its manifest and segment, cached on the way out
+        assert any(e["name"].startswith(obj) and e["name"].endswith("/seg=0") for e in cached), cached
+        assert any(e["name"].startswith(obj) and e["name"].endswith("/manifest") for e in cached), cached
     assert all(e["size"] > 0 for e in cached)
     assert len(icnd_json("cs", "list", "--prefix", "/demo", "--limit", "1", sock=node.sock)) == 1
     assert icnd_json("cs", "erase", "/demo", sock=node.sock)["erased"] >= 2
@@ -229,19 +231,20 @@ def test_publish_fetch_and_the_content_store(node, tmp_path):
     one_line_error(r)
 
 
-def test_publish_limits(node, tmp_path):
-    from icnd.client import MAX_PUBLISH_CONTENT
-
-    blob = os.urandom(MAX_PUBLISH_CONTENT)
-    src = tmp_path / "largest.bin"
+def test_publish_and_fetch_a_multi_segment_object(node, tmp_path):
+    blob = os.urandom(3 * 1024 * 1024 + 17)
+    src = tmp_path / "large.bin"
     src.write_bytes(blob)
-    r = icnd("publish", "/demo/largest", str(src), "--socket", str(node.sock), timeout=10)
+    r = icnd("publish", "/demo/large", str(src), "--segment-size", "65536", "--socket", str(node.sock),
+             timeout=30)
     assert r.returncode == 0, r.stderr.decode()
-    r = icnd("fetch", "/demo/largest", "--socket", str(node.sock), timeout=10)
-    assert r.stdout == blob
-    src.write_bytes(blob + b"x")
-    r = icnd("publish", "/demo/too-large", str(src), "--socket", str(node.sock), timeout=5)
-    assert r.returncode == 1 and b"larger than" in r.stderr
+    assert b"49 segments" in r.stdout
+    out = tmp_path / "large.out"
+    r = icnd("fetch", "/demo/large", "-o", str(out), "--socket", str(node.sock), timeout=30)
+    assert r.returncode == 0, r.stderr.decode()
+    assert out.read_bytes() == blob
+    r = icnd("publish", "/demo/bad", str(src), "--segment-size", "10", "--socket", str(node.sock))
+    assert r.returncode == 1 and "segment size" in one_line_error(r)
 
 
 def test_ping_own_prefix_and_counters(node):
