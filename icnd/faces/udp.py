@@ -301,6 +301,8 @@ class UdpListener(Listener):
         if self._running:
             raise RuntimeError(f"{self!r} is already running")
         self._running = True
+        if self.closed:  # closed before it ran: its socket is gone
+            return
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._write_loop)

@@ -1,10 +1,11 @@
+import random
 import socket
 
 import pytest
 import trio
 
 from icnd.codec import MAX_PACKET_SIZE
-from icnd.faces import MAX_DATAGRAM, Face, UdpFace, connect_udp, open_udp_listener
+from icnd.faces import MAX_DATAGRAM, Face, UdpFace, connect_udp, open_udp_listener, udp
 from icnd.faces.fragment import HEADER, MAGIC
 
 
@@ -263,3 +264,181 @@ async def test_send_queue_is_bounded_per_face():
         listener._sock = real
     assert face.counters.out_packets == 10 and face.counters.send_drops == 15
     await listener.aclose()
+
+
+# --- fragmentation --------------------------------------------------------------
+
+
+async def _listener_pair(nursery: trio.Nursery, *, mtu: int | None = None) -> tuple[Peer, Peer, UdpFace]:
+    """Two running listeners; returns their peers and a running face from the first to the second."""
+    kwargs = {} if mtu is None else {"mtu": mtu}
+    pa, pb = Peer(nursery), Peer(nursery)
+    la = await open_udp_listener("127.0.0.1", 0, on_new_face=pa.on_new_face, **kwargs)
+    lb = await open_udp_listener("127.0.0.1", 0, on_new_face=pb.on_new_face, **kwargs)
+    nursery.start_soon(la.run)
+    nursery.start_soon(lb.run)
+    fa = await la.face_to(*lb.local_address)
+    nursery.start_soon(fa.run, pa.on_receive)
+    return pa, pb, fa
+
+
+def _blob(size: int, seed: int = 0) -> bytes:
+    return random.Random(seed).randbytes(size)
+
+
+@pytest.mark.parametrize("size", [1024 * 1024, 4 * 1024 * 1024])
+async def test_large_packets_are_fragmented_and_arrive_byte_exact(size):
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            pa, pb, fa = await _listener_pair(nursery)
+            packet = _blob(size, size)
+            fa.send(packet)
+            await pb.wait_packets(1)
+            assert pb.packets() == [packet]
+            (fb,) = pb.new_faces
+            fragments = -(-size // (fa.mtu - HEADER.size))
+            assert fa.counters.out_packets == 1 and fa.counters.out_bytes == size
+            assert fa.counters.fragments_out == fragments and fa.counters.send_drops == 0
+            assert fb.counters.in_packets == 1 and fb.counters.in_bytes == size
+            assert fb.counters.fragments_in == fragments and fb.counters.packets_reassembled == 1
+            assert fb.counters.as_dict()["packets_reassembled"] == 1
+            # And back the other way, on the on-demand face.
+            fb.send(packet[::-1])
+            await pa.wait_packets(1)
+            assert pa.packets() == [packet[::-1]]
+            nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("mtu", [None, 1400])
+async def test_many_mixed_sizes_interleaved_arrive_in_order(mtu):
+    rng = random.Random(7)
+    sizes = [0, 1, 100, 1399, 1400, 1401, 59_999, 60_000, 60_001, 65_507, 200_000, 1024 * 1024]
+    sizes += [rng.choice([rng.randrange(1, 2000), rng.randrange(2000, 300_000)]) for _ in range(60)]
+    rng.shuffle(sizes)
+    packets = [_blob(n, i) for i, n in enumerate(sizes)]
+    packets.append(b"\xc1 starts with the magic byte")
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            pa, pb, fa = await _listener_pair(nursery, mtu=mtu)
+            for i, packet in enumerate(packets):
+                fa.send(packet)
+                if i % 10 == 9:
+                    await trio.sleep(0)  # a forwarder yields now and then
+            await pb.wait_packets(len(packets))
+            assert pb.packets() == packets
+            (fb,) = pb.new_faces
+            assert fa.counters.out_packets == len(packets) and fa.counters.send_drops == 0
+            assert fb.counters.in_packets == len(packets)
+            assert fb.counters.malformed_fragments == 0 and fb.counters.reassembly_timeouts == 0
+            nursery.cancel_scope.cancel()
+
+
+async def test_small_packet_takes_the_fast_path_unchanged_on_the_wire():
+    raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    raw.bind(("127.0.0.1", 0))
+    raw.settimeout(2)
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            listener = await open_udp_listener("127.0.0.1", 0, on_new_face=None, mtu=1000)
+            nursery.start_soon(listener.run)
+            face = await listener.face_to(*raw.getsockname())
+            small = b"\x93\x01\x02" + b"s" * 997  # exactly the MTU
+            face.send(small)
+            assert raw.recvfrom(65536)[0] == small
+            assert face.counters.fragments_out == 0
+
+            # One byte more: two fragments with the header, payloads that join up.
+            big = small + b"!"
+            face.send(big)
+            datagrams = [raw.recvfrom(65536)[0] for _ in range(2)]
+            headers = [HEADER.unpack_from(d) for d in datagrams]
+            assert all(len(d) <= 1000 for d in datagrams)
+            assert [(h[0], h[2], h[3], h[4]) for h in headers] == [(MAGIC, 0, 2, 1001), (MAGIC, 1, 2, 1001)]
+            assert headers[0][1] == headers[1][1]
+            assert b"".join(d[HEADER.size :] for d in datagrams) == big
+
+            # A short packet that starts with the magic byte is wrapped in one fragment.
+            face.send(b"\xc1x")
+            wrapped = raw.recvfrom(65536)[0]
+            assert HEADER.unpack_from(wrapped)[2:] == (0, 1, 2) and wrapped[HEADER.size :] == b"\xc1x"
+            assert face.counters.out_packets == 3 and face.counters.fragments_out == 3
+            await listener.aclose()
+    raw.close()
+
+
+async def test_fragments_from_a_raw_peer_out_of_order_duplicated_and_malformed():
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            peer = Peer(nursery)
+            listener = await open_udp_listener("127.0.0.1", 0, on_new_face=peer.on_new_face)
+            nursery.start_soon(listener.run)
+            raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            raw.bind(("127.0.0.1", 0))
+            packet = _blob(3000, 3)
+            frags = [HEADER.pack(MAGIC, 99, i, 3, 3000) + packet[i * 1000 : (i + 1) * 1000] for i in range(3)]
+            for datagram in [frags[2], b"\xc1", frags[0], frags[0], HEADER.pack(MAGIC, 99, 5, 3, 3000) + b"z", frags[1]]:
+                raw.sendto(datagram, listener.local_address)
+            raw.sendto(b"\x91\x01", listener.local_address)
+            await peer.wait_packets(2)
+            assert peer.packets() == [packet, b"\x91\x01"]
+            c = peer.new_faces[0].counters
+            assert (c.fragments_in, c.packets_reassembled, c.malformed_fragments, c.duplicate_fragments) == (6, 1, 2, 1)
+            assert c.in_packets == 2
+            raw.close()
+            await listener.aclose()
+
+
+async def test_lost_fragment_delivers_nothing_and_times_out(monkeypatch):
+    monkeypatch.setattr(udp, "REASSEMBLY_TIMEOUT", 0.05)
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            peer = Peer(nursery)
+            listener = await open_udp_listener("127.0.0.1", 0, on_new_face=peer.on_new_face)
+            nursery.start_soon(listener.run)
+            raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            packet = _blob(3000, 4)
+            for i in (0, 2):  # fragment 1 is lost
+                raw.sendto(HEADER.pack(MAGIC, 7, i, 3, 3000) + packet[i * 1000 : (i + 1) * 1000], listener.local_address)
+            while not peer.new_faces or peer.new_faces[0].counters.reassembly_timeouts == 0:
+                await trio.sleep(0.01)  # the listener's sweep expires it though nothing else arrives
+            face = peer.new_faces[0]
+            assert peer.packets() == [] and face.counters.in_packets == 0
+            assert face._reassembler.pending_packets == 0 and face._reassembler.buffered_bytes == 0
+            raw.close()
+            await listener.aclose()
+
+
+async def test_fragmented_packet_is_dropped_whole_when_the_queue_cannot_take_it():
+    listener = await open_udp_listener("127.0.0.1", 0, on_new_face=None, mtu=1013)  # 1000-byte payloads
+    face = await listener.face_to("127.0.0.1", 9)
+    face.max_send_queue = 10
+    real, listener._sock = listener._sock, _BlockedSocket(listener._sock)  # type: ignore[assignment]
+    try:
+        face.send(b"a" * 11_000)  # 11 fragments: can never fit
+        assert face.counters.send_drops == 1 and face.counters.out_packets == 0 and not listener._queue
+        face.send(b"b" * 6000)  # 6 fragments, queued
+        face.send(b"c" * 5000)  # 5 more: 11 > 10, dropped whole
+        face.send(b"d" * 4000)  # 4 more: exactly 10
+        face.send(b"e")  # the queue is full
+    finally:
+        listener._sock = real
+    c = face.counters
+    assert (c.out_packets, c.send_drops, c.fragments_out, face._queued) == (2, 3, 10, 10)
+    assert [w[HEADER.size :][:1] for _, w in listener._queue] == [b"b"] * 6 + [b"d"] * 4
+    await listener.aclose()
+
+
+async def test_mtu_is_validated_and_per_listener():
+    with pytest.raises(ValueError):
+        await open_udp_listener("127.0.0.1", 0, on_new_face=None, mtu=100)
+    with pytest.raises(ValueError):
+        await open_udp_listener("127.0.0.1", 0, on_new_face=None, mtu=MAX_DATAGRAM + 1)
+    listener = await open_udp_listener("127.0.0.1", 0, on_new_face=None, mtu=1400)
+    face = await listener.face_to("127.0.0.1", 9)
+    assert listener.mtu == face.mtu == 1400
+    # Room for two largest packets' fragments, whatever the MTU.
+    assert face.max_send_queue >= 2 * -(-MAX_PACKET_SIZE // (1400 - HEADER.size))
+    await listener.aclose()
+    standalone = await connect_udp("udp://127.0.0.1:9", mtu=1200)
+    assert standalone.mtu == 1200
+    await standalone.aclose()
