@@ -8,6 +8,7 @@ __version__ = "0.1.0"
 from . import sync  # noqa: E402
 from .client import Client, connect
 from .codec import decode, encode
+from .compute.registry import function
 from .errors import (
     DecodeError,
     Error,
@@ -25,6 +26,7 @@ from .packet import ContentType, Data, Interest, Nack, NackReason, SigType
 __all__ = [
     "Client",
     "connect",
+    "function",
     "sync",
     "Component",
     "ContentType",

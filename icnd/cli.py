@@ -395,6 +395,73 @@ def cmd_strategy_unset(args: argparse.Namespace) -> int:
 # --- using the network --------------------------------------------------------------------------
 
 
+def _parse_call_args(args: argparse.Namespace) -> list[Any]:
+    if args.json_args is not None:
+        try:
+            values = json.loads(args.json_args)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"--json-args: not JSON: {exc}", 2) from None
+        if not isinstance(values, list):
+            raise CliError("--json-args must be a JSON array of arguments", 2)
+    else:
+        values = []
+        for text in args.args:
+            try:
+                values.append(json.loads(text))
+            except json.JSONDecodeError:
+                values.append(text)
+    import numpy as np
+
+    for path in args.npy:
+        try:
+            values.append(np.load(path, allow_pickle=False))
+        except (OSError, ValueError) as exc:
+            raise CliError(f"--npy {path}: {exc}", 2) from None
+    return values
+
+
+def _jsonable(value: Any) -> Any:
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def cmd_call(args: argparse.Namespace) -> int:
+    values = _parse_call_args(args)
+
+    async def invoke() -> Any:
+        async with connect(args.socket) as client:
+            return await client.call(args.fn, *values, timeout=args.timeout, pure=args.pure)
+
+    try:
+        result = trio.run(invoke)
+    except (TypeError, ValueError) as exc:
+        raise CliError(f"call {args.fn}: {exc}") from None
+    import numpy as np
+
+    if args.output:
+        if not isinstance(result, np.ndarray):
+            raise CliError(f"-o: the result is a {type(result).__name__}, not an array")
+        np.save(args.output, result, allow_pickle=False)
+        print(f"saved {result.dtype} {result.shape} to {args.output}")
+    elif args.json:
+        print(json.dumps(_jsonable(result)))
+    elif isinstance(result, np.ndarray):
+        print(f"array {result.dtype} {result.shape}")
+        print(result)
+    else:
+        print(json.dumps(_jsonable(result)) if not isinstance(result, str) else result)
+    return 0
+
+
 def cmd_ping(args: argparse.Namespace) -> int:
     return trio.run(_ping, args)
 
@@ -600,8 +667,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--route", metavar="PREFIX=URI[,COST]", action="append",
                      help="add a route to PREFIX via the face to URI at start-up (repeatable)")
     run.add_argument("--function", metavar="MODULE:CALLABLE=/fn/NAME", action="append",
-                     help="host a named function (repeatable; recorded in the configuration, "
-                     "function hosting is not implemented by the node yet)")
+                     help="host a named function (repeatable): import CALLABLE from MODULE and serve it "
+                     "under /fn/NAME")
     run.add_argument("--data-dir", metavar="DIR",
                      help="directory for the node's identity key and published data (default: none, "
                      "a fresh identity and in-memory storage)")
@@ -663,6 +730,26 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(strategy_sub, "unset", cmd_strategy_unset,
                 "remove the strategy choice at PREFIX (it inherits its parent's)", parents=mgmt)
     p.add_argument("prefix", metavar="PREFIX", type=_name_arg, help="name prefix")
+
+    # icnd call
+    p = command(
+        sub, "call", cmd_call, "invoke a named function and print its result", parents=[socket_opt],
+        description="Invoke the named function FN (RICE over reflexive forwarding: the host pulls the "
+        "arguments; long work comes back as a thunk that is polled). Each ARG is parsed as JSON when it "
+        "can be (1, 2.5, \"text\", [1,2], {\"a\": 1}) and passed as a string otherwise; --json-args "
+        "gives the whole argument list as one JSON array; --npy FILE passes a numpy array.",
+    )
+    p.add_argument("fn", metavar="FN", type=_name_arg, help="the function's name, e.g. /fn/matmul")
+    p.add_argument("args", metavar="ARG", nargs="*", help="arguments (JSON or plain strings)")
+    p.add_argument("--json-args", metavar="JSON", help="the argument list as a JSON array (replaces ARG...)")
+    p.add_argument("--npy", metavar="FILE", action="append", default=[],
+                   help="append a numpy array loaded from a .npy file (repeatable; never pickled)")
+    p.add_argument("--pure", action="store_true",
+                   help="name the call by its arguments' digest so caches can answer it (pure functions)")
+    p.add_argument("--timeout", type=_positive_seconds, default=60.0, metavar="S",
+                   help="give up after S seconds (default: 60)")
+    p.add_argument("-o", "--output", metavar="FILE.npy", help="save an array result to FILE.npy")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
 
     # icnd ping
     p = command(

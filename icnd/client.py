@@ -24,8 +24,9 @@ from __future__ import annotations
 import inspect
 import logging
 import os
-from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Awaitable, Callable, Union
+import secrets
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Union
 
 import msgpack
 import trio
@@ -34,7 +35,7 @@ from .codec import MAX_PARAMS_SIZE, decode, encode
 from .config import resolve_socket_path
 from .errors import DecodeError, Error, Nacked, NotFound, RemoteError, Timeout, VerificationError
 from .faces.stream import StreamFace, connect_stream
-from .name import T_VERSION, Name, NameLike
+from .name import T_RNP, T_VERSION, Name, NameLike
 from .objects import (
     DEFAULT_SEGMENT_SIZE,
     MANIFEST,
@@ -48,7 +49,7 @@ from .objects import (
     segment_index,
 )
 from .packet import ContentType, Data, Interest, Nack, NackReason, Packet, SigType
-from .security import Ed25519VerifyKey, KeyChain, SigningKey
+from .security import DigestKey, Ed25519Key, Ed25519VerifyKey, KeyChain, SigningKey
 
 log = logging.getLogger("icnd.client")
 
@@ -58,7 +59,8 @@ DEFAULT_TIMEOUT = 4.0
 MAX_PUBLISH_CONTENT = MAX_PARAMS_SIZE - 16 * 1024
 RETX_INTERVAL = 1.0  # retransmit with a fresh nonce while the deadline allows
 
-Handler = Callable[[Interest], Union[bytes, Data, None, Awaitable[Union[bytes, Data, None]]]]
+Handler = Callable[[Interest], Union[bytes, Data, Nack, None, Awaitable[Union[bytes, Data, Nack, None]]]]
+_DIGEST_KEY = DigestKey()
 
 
 class CommandFailed(RemoteError):
@@ -88,6 +90,9 @@ class Client:
         self._prefix_pending = 0
         # object fetches in progress: N/v=V -> callback(packet) for its segments
         self._streams: dict[tuple[bytes, ...], Callable[[Data | Nack], None]] = {}
+        # calls in progress: rnp= component -> answers the host's reflexive Interests
+        self._reflexive: dict[bytes, Handler] = {}
+        self._call_key: Ed25519Key | None = None
         self._served: list[tuple[Name, Handler]] = []
         self.closed = False
 
@@ -236,6 +241,70 @@ class Client:
     def sign(self, data: Data) -> Data:
         return self.keychain.sign(data, self.key)
 
+    def sign_digest(self, data: Data) -> Data:
+        """DigestSha256 only (for packets checked against a signed manifest)."""
+        return _DIGEST_KEY.sign(data)
+
+    def call_key(self) -> Ed25519Key:
+        """The key that proves who is calling a function: this client's own
+        Ed25519 key, or an ephemeral identity made once per client."""
+        if isinstance(self.key, Ed25519Key):
+            return self.key
+        if self._call_key is None:
+            self._call_key = Ed25519Key.generate(Name(["client", secrets.token_hex(8)]))
+        return self._call_key
+
+    @contextmanager
+    def reflexive(self, component: bytes, handler: Handler) -> Iterator[None]:
+        """Answer reflexive Interests starting with `component` (an rnp=) meanwhile."""
+        self._reflexive[component] = handler
+        try:
+            yield
+        finally:
+            del self._reflexive[component]
+
+    # --- named functions ---------------------------------------------------------------------
+    async def call(self, fn: NameLike, *args: Any, timeout: float = 60.0, pure: bool = False,
+                   lifetime: float = 4.0) -> Any:
+        """Invoke the named function `fn` with `args` (RICE: the host pulls the
+        arguments over reflexive forwarding, long work comes back as a thunk).
+
+        ``pure=True`` names the call by the digest of its arguments so that
+        Content Stores can answer equal calls (for `icnd.function(pure=True)`).
+        `lifetime` is the trigger Interest's lifetime: work that takes longer
+        comes back as a thunk.  Raises RemoteError (the function raised or
+        refused), Unauthorized, Nacked (e.g. no-route: nobody serves `fn`),
+        Timeout."""
+        from .compute.rice import call
+
+        return await call(self, Name(fn), args, timeout=timeout, pure=pure, lifetime=lifetime)
+
+    @asynccontextmanager
+    async def host(self, functions: dict[str, Callable[..., Any]], *, allow: dict[str, list[str]] | None = None,
+                   max_jobs: int = 8, workers: int = 4) -> AsyncIterator[Any]:
+        """Serve named functions from this process while the block runs:
+        ``{"/fn/double": double}``; ``allow`` maps a prefix to the key-name
+        prefixes allowed to call it (default: any validly signed caller)."""
+        from .compute.registry import hosted
+        from .compute.rice import FunctionHost, HostLimits
+
+        allow = allow or {}
+        specs = [hosted(prefix, fn, allow.get(prefix, ())) for prefix, fn in functions.items()]
+        node_name = Name((await self.status())["name"])
+        host = FunctionHost(self, specs, node_name, limits=HostLimits(max_jobs=max_jobs), workers=workers)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(host.run)
+            try:
+                yield host
+            finally:
+                nursery.cancel_scope.cancel()
+
+    async def fetch_segments(self, manifest: Manifest) -> bytes:
+        """The segments `manifest` describes, pipelined and checked, as bytes."""
+        buffer = bytearray(manifest.size)
+        await self._fetch_segments(manifest, _BufferSink(buffer), None)
+        return bytes(buffer)
+
     async def publish(self, name: NameLike, content: bytes, *, freshness: float | None = None,
                       content_type: int = ContentType.BLOB, sign_by: str = "auto") -> Data:
         """Hand a Data to the node, which stores and serves it (persistently with --data-dir).
@@ -285,6 +354,14 @@ class Client:
                         pass
 
     def _on_interest(self, interest: Interest) -> None:
+        comps = interest.name.comps
+        if comps and comps[0][0] == T_RNP:
+            handler = self._reflexive.get(comps[0])
+            if handler is None:  # a finished (or never made) call: stop the host asking
+                self.send(Nack.for_interest(interest, NackReason.PROHIBITED, "no call in progress"))
+            else:
+                self._nursery.start_soon(self._answer, handler, interest)
+            return
         best: tuple[Name, Handler] | None = None
         for prefix, handler in self._served:
             if prefix.is_prefix_of(interest.name) and (best is None or len(prefix) > len(best[0])):
@@ -304,6 +381,10 @@ class Client:
             payload = msgpack.packb({"code": type(exc).__name__, "message": str(exc)})
             reply = Data(interest.name, payload, ContentType.ERROR)
         if reply is None:
+            return
+        if isinstance(reply, Nack):
+            if not self.face.closed:
+                self.send(reply)
             return
         if isinstance(reply, (bytes, bytearray, memoryview)):
             reply = Data(interest.name, bytes(reply))

@@ -31,6 +31,7 @@ class RouteSpec:
 class FunctionSpec:
     target: str  # MODULE:CALLABLE
     prefix: str  # /fn/NAME
+    allow: list[str] = field(default_factory=list)  # key-name prefixes; empty: any signed caller
 
 
 @dataclass
@@ -48,6 +49,10 @@ class NodeConfig:
     repo_capacity_mb: float = 1024.0
     pit_max_entries: int = 100_000
     udp_idle_timeout_s: float = 600.0
+    function_workers: int = 4  # threads running synchronous hosted functions
+    function_max_jobs: int = 8  # calls handshaked or running at once; beyond: Nack no-resources
+    function_max_arg_mb: float = 64.0
+    function_retention_s: float = 60.0  # how long a finished result stays fetchable
     default_strategy: str = "best-route"
     strategies: dict[str, str] = field(default_factory=dict)  # prefix -> strategy
 
@@ -137,9 +142,15 @@ def _route(v: dict, where: str) -> RouteSpec:
 
 
 def _function(v: dict, where: str) -> FunctionSpec:
+    extra = set(v) - {"target", "prefix", "allow"}
+    if extra:
+        raise ConfigError(f"{where}: unknown key(s) {sorted(extra)}")
     if not isinstance(v.get("target"), str) or not isinstance(v.get("prefix"), str):
         raise ConfigError(f"{where}: needs target (MODULE:CALLABLE) and prefix (/fn/NAME) strings")
-    return FunctionSpec(v["target"], v["prefix"])
+    allow = v.get("allow", [])
+    if not isinstance(allow, list) or not all(isinstance(a, str) and a.startswith("/") for a in allow):
+        raise ConfigError(f"{where}: allow must be a list of key-name prefixes like \"/client/alice\"")
+    return FunctionSpec(v["target"], v["prefix"], list(allow))
 
 
 def parse_route_flag(text: str) -> RouteSpec:

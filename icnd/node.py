@@ -25,7 +25,7 @@ import math
 import os
 import sqlite3
 import time
-from typing import Callable
+from typing import Any, Callable
 
 import trio
 
@@ -35,7 +35,8 @@ from .config import NodeConfig, resolve_socket_path
 from .core.fib import TableFull
 from .core.forwarder import Forwarder
 from .errors import DecodeError
-from .faces import Face, UdpListener, connect_face, open_listener, parse_face_uri
+from .compute.registry import HostedFunction, hosted, load_callable
+from .faces import Face, UdpListener, connect_face, memory_face_pair, open_listener, parse_face_uri
 from .faces.link import LinkModel, LinkParams, ShapedSender
 from .name import LOCALHOST, Name, generic
 from .packet import ContentType, Data, Interest, Nack, NackReason
@@ -86,6 +87,8 @@ class Node:
         self.objects: ObjectStore | None = None
         self.mgmt_commands = 0
         self.ready = trio.Event()
+        self._functions: list[HostedFunction] = []
+        self.function_host: Any = None
         from .mgmt import Management
 
         self.mgmt = Management(self)
@@ -100,6 +103,10 @@ class Node:
             except ValueError as exc:
                 raise StartupError(f"strategy for {spec[0]}: {exc}") from None
         self._load_identity()
+        try:
+            self._functions = [hosted(f.prefix, load_callable(f.target), f.allow) for f in cfg.functions]
+        except ValueError as exc:
+            raise StartupError(f"--function: {exc}") from None
         capacity = int(cfg.repo_capacity_mb * 1024 * 1024)
         try:
             self.repo = Repo(capacity, cfg.data_dir or None)
@@ -171,6 +178,8 @@ class Node:
                 nursery.start_soon(self._idle_sweep)
                 self._announce_own_routes()
                 await self._apply_config()
+                if self._functions:
+                    await self._start_function_host(nursery)
                 self.started_at = time.time()
                 log.info("node %s ready on %s", self.name, ", ".join(self.listen_uris()))
                 self.ready.set()
@@ -198,6 +207,27 @@ class Node:
                 self.fw.add_route(Name(route.prefix), face.id, route.cost)
             except (OSError, ValueError, TableFull) as exc:
                 log.warning("route %s via %s: %s", route.prefix, route.face, exc)
+
+    async def _start_function_host(self, nursery: trio.Nursery) -> None:
+        """Host --function callables through an in-process client on a local
+        memory face: the same protocol code as `Client.host`, signed with the
+        node's key."""
+        from .client import Client
+        from .compute.rice import FunctionHost, HostLimits
+
+        # functions that use icnd themselves (icnd.connect()) reach this node
+        os.environ["ICND_SOCKET"] = os.path.abspath(self.socket_path)
+        mine, theirs = memory_face_pair(local=True)
+        self.add_face(mine)
+        client = Client(theirs, nursery, key=self.key, socket_path="internal")
+        nursery.start_soon(theirs.run, client._on_receive)
+        cfg = self.config
+        limits = HostLimits(max_jobs=cfg.function_max_jobs, max_arg_bytes=int(cfg.function_max_arg_mb * 1024 * 1024),
+                            retention=cfg.function_retention_s)
+        self.function_host = FunctionHost(client, self._functions, self.name, limits=limits,
+                                          workers=cfg.function_workers)
+        await nursery.start(self.function_host.run)
+        log.info("hosting %s", ", ".join(f.prefix.to_uri() for f in self._functions))
 
     def _announce_own_routes(self) -> None:
         self.fw.add_route(self.name, INTERNAL_FACE, 0)

@@ -2,6 +2,8 @@
 
 Invariants:
 - an entry exists only while it has at least one next hop;
+- no prefix contains an ``rnp=`` component (`add` raises ValueError):
+  reflexive Interests are forwarded only through the reflexive table;
 - at most ``max_entries`` entries and ``max_nexthops`` next hops per entry
   (`add` raises `TableFull` beyond them, nothing is silently dropped);
 - `nexthops` of an entry are sorted by (cost, face id), so strategies take
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..name import Name
+from ..name import T_RNP, Name
 
 
 class TableFull(Exception):
@@ -51,6 +53,9 @@ class Fib:
         if cost < 0:
             raise ValueError("route cost must be >= 0")
         key = prefix.comps
+        if any(c[0] == T_RNP for c in key):
+            raise ValueError(f"{prefix}: a route may not contain an rnp= component "
+                             "(reflexive names are never routed)")
         entry = self._entries.get(key)
         if entry is None:
             if len(self._entries) >= self.max_entries:

@@ -21,6 +21,15 @@ Pipelines (read in this order):
   -> strategy (try another hop, or pass the least severe reason down).
 - Expiry: `on_interest_expiry` from the one timer heap when the last
   in-record has expired; nonces go to the dead-nonce list.
+- Reflexive forwarding (rules in `icnd.core.reflexive`): a name with an
+  ``rnp=`` component leaves the Interest pipeline at the Content Store miss
+  (it cannot hit: Data with an RNP is never cached) or at the PIT match for
+  `on_incoming_reflexive_interest`, which Nacks a misplaced RNP and hands
+  trigger Interests to `on_incoming_trigger_interest` and reflexive ones to
+  `on_incoming_ri`; Nacks on reflexive Interests go to `on_reflexive_nack`;
+  removing a trigger Interest's PIT entry removes its reflexive entry
+  (`_close_trigger`).  The cost on the common path: one ``max(comps)`` per
+  Content Store miss and per solicited Data, nothing on a Content Store hit.
 
 `/localhost` names are accepted only from local faces (an Interest from any
 other face is Nacked *prohibited*) and only sent to local faces.  Every decision that drops a packet increments a counter.
@@ -31,7 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
-from ..name import LOCALHOST, Name
+from ..name import LOCALHOST, T_RNP, Name
 from ..packet import (
     MAX_LIFETIME_MS,
     MIN_LIFETIME_MS,
@@ -41,18 +50,28 @@ from ..packet import (
     Nack,
     NackReason,
     Packet,
+    new_interest,
 )
 from .cs import ContentStore
 from .dnl import DeadNonceList
 from .fib import Fib, FibEntry, TableFull
 from .pit import OutRecord, Pit, PitEntry
-from .strategy import StrategyChoice
+from .reflexive import (
+    MALFORMED, NOT_REFLEXIVE, TRIGGER, ReflexiveEntry, ReflexiveTable, classify, has_rnp,
+)
+from .strategy import BestRoute, Strategy, StrategyChoice, least_severe
 from .timers import TimerQueue
 
 SUPPRESS_INITIAL = 0.010  # retransmission suppression, doubles per retransmission
 SUPPRESS_MAX = 0.250
 DNL_SWEEP_INTERVAL = 1.0
 UNCACHED_TYPES = frozenset({ContentType.NACK, ContentType.ERROR, ContentType.THUNK})
+# A name whose greatest component is >= this has a component of type >= T_RNP
+# (components compare by type byte first): the one reflexive test per packet.
+RNP_MIN = bytes((T_RNP,))
+# Strategies that may send one Interest to several next hops; trigger
+# Interests use best-route instead (one host per call).
+MULTIPATH_STRATEGIES = frozenset({"multicast"})
 
 
 class Send(NamedTuple):
@@ -67,6 +86,9 @@ COUNTER_NAMES = (
     "pit_expired", "pit_satisfied", "pit_full", "duplicate_nonces", "dead_nonce_hits",
     "retx_suppressed", "retransmissions", "hop_limit_drops", "scope_violations",
     "no_route", "unsolicited_nacks", "cs_inserts", "unknown_face_drops",
+    # reflexive forwarding (icnd.core.reflexive)
+    "rf_entries_created", "rf_miss", "rf_wrong_ingress", "rf_prohibited", "rf_killed",
+    "rf_extended", "rf_collisions", "rf_full", "rf_ri_limit", "rnp_malformed",
 )
 
 
@@ -105,12 +127,16 @@ class Forwarder:
         dnl_lifetime: float = 6.0,
         dnl_capacity: int = 65536,
         default_strategy: str = "best-route",
+        rf_max_entries: int = 65536,
+        rf_max_per_face: int = 256,
     ) -> None:
         self.fib = Fib(max_entries=fib_max_entries)
         self.pit = Pit(max_entries=pit_max_entries, max_per_face=pit_max_per_face)
         self.cs = ContentStore(cs_capacity_bytes)
         self.dnl = DeadNonceList(dnl_lifetime, dnl_capacity)
         self.strategies = StrategyChoice(default_strategy)
+        self.rf = ReflexiveTable(rf_max_entries, rf_max_per_face)
+        self._single_path = BestRoute()
         self.counters = Counters()
         self.faces: dict[int, FaceInfo] = {}
         self.timers = TimerQueue()
@@ -122,15 +148,22 @@ class Forwarder:
         self.faces[face] = FaceInfo(local)
 
     def on_face_down(self, face: int, now: float = 0.0) -> list[Send]:
-        """Forget a face: its routes, its in-records and out-records."""
+        """Forget a face: its routes, its in-records and out-records, and its
+        place in reflexive entries (an entry whose last consumer face it was
+        goes, with its trigger Interest's PIT entry)."""
         self.faces.pop(face, None)
         self.fib.remove_face(face)
+        self.rf.remove_face(face)
         for entry in list(self.pit):
             if face in entry.in_records:
                 self.pit.remove_in_record(entry, face)
                 self._schedule_expiry(entry)
+                if entry.in_records:
+                    rf = self._trigger_entry(entry)
+                    if rf is not None:
+                        self.rf.update(rf)
             entry.out_records.pop(face, None)
-            if not entry.in_records:
+            if not entry.in_records:  # a TI's entry went with its last consumer face
                 self.pit.remove(entry)
         return self._flush()
 
@@ -145,7 +178,9 @@ class Forwarder:
             self.on_incoming_nack(face, packet, now)  # type: ignore[arg-type]
         else:
             raise TypeError(f"not a packet: {kind.__name__}")
-        return self._flush()
+        out = self._out
+        self._out = []
+        return out
 
     def on_timer(self, now: float) -> list[Send]:
         self.timers.run_due(now)
@@ -171,35 +206,44 @@ class Forwarder:
     def on_incoming_interest(self, face: int, interest: Interest, now: float) -> None:
         c = self.counters
         c.interests_in += 1
-        if face not in self.faces:
+        info = self.faces.get(face)
+        if info is None:
             c.unknown_face_drops += 1
             return
         comps = interest.name.comps
-        if comps and comps[0] == LOCALHOST and not self.faces[face].local:
+        if comps and comps[0] == LOCALHOST and not info.local:
             c.scope_violations += 1
             self._nack(face, interest, NackReason.PROHIBITED, "/localhost is only for local faces")
             return
         if interest.hop_limit == 0:
             c.hop_limit_drops += 1
             return
-        if self.dnl.has(comps, interest.nonce, now):
+        if len(self.dnl) and self.dnl.has(comps, interest.nonce, now):
             c.dead_nonce_hits += 1
             self._nack(face, interest, NackReason.DUPLICATE, "looping Interest (dead-nonce list)")
             return
         entry = self.pit.find(interest)
         if entry is None:
+            # A name with an rnp= never hits (no such Data is cached), so the
+            # reflexive test costs nothing on the Content Store hit path.
             data = self.cs.lookup(interest, now)
             if data is not None:
                 self.on_content_store_hit(face, interest, data)
                 return
+            if comps and max(comps) >= RNP_MIN and self.on_incoming_reflexive_interest(face, interest, now):
+                return
             c.cs_misses += 1
             self.on_content_store_miss(face, interest, now)
+            return
+        if comps and (comps[0][0] == T_RNP or comps[-1][0] == T_RNP):  # the PIT holds only valid names
+            self.on_incoming_reflexive_interest(face, interest, now)
             return
         if self._is_loop(entry, face, interest.nonce):
             c.duplicate_nonces += 1
             self._nack(face, interest, NackReason.DUPLICATE, "duplicate nonce")
             return
-        self._pending_interest(entry, face, interest, now)
+        if self._pending_interest(entry, face, interest, now):
+            self._strategy_interest(entry, face, interest, now)
 
     def _is_loop(self, entry: PitEntry, face: int, nonce: int) -> bool:
         for f, rec in entry.in_records.items():
@@ -244,21 +288,22 @@ class Forwarder:
             entry.timer_at = entry.expiry
             self.timers.push(entry.expiry, self.on_interest_expiry, entry, entry.interest.lifetime_ms)
 
-    def _pending_interest(self, entry: PitEntry, face: int, interest: Interest, now: float) -> None:
-        """An Interest for an existing entry: aggregate, suppress or retransmit."""
+    def _pending_interest(self, entry: PitEntry, face: int, interest: Interest, now: float) -> bool:
+        """An Interest for an existing entry: aggregate, suppress or
+        retransmit.  True if it must be forwarded (again)."""
         new_downstream = face not in entry.in_records
         if not self._add_in_record(entry, face, interest, now):
-            return
+            return False
         if entry.has_pending_out(now):
             if now < entry.last_forwarded + entry.suppress:
                 if new_downstream:
                     self.counters.pit_aggregated += 1
                 else:
                     self.counters.retx_suppressed += 1
-                return
+                return False
             self.counters.retransmissions += 1
             entry.suppress = min(entry.suppress * 2, SUPPRESS_MAX)
-        self._strategy_interest(entry, face, interest, now)
+        return True
 
     def _strategy_interest(self, entry: PitEntry, face: int, interest: Interest, now: float) -> None:
         comps = interest.name.comps
@@ -281,15 +326,18 @@ class Forwarder:
 
     def send_interest(self, entry: PitEntry, face: int, interest: Interest, now: float) -> None:
         """The outgoing-Interest pipeline: out-record, hop limit, send."""
-        lifetime = clamp_lifetime(interest.lifetime_ms)
+        expiry = now + clamp_lifetime(interest.lifetime_ms)
         out = entry.out_records.get(face)
         if out is None:
-            entry.out_records[face] = OutRecord(interest.nonce, now, now + lifetime)
+            entry.out_records[face] = OutRecord(interest.nonce, now, expiry)
         else:
-            out.nonce, out.sent_at, out.expiry, out.nacked = interest.nonce, now, now + lifetime, None
+            out.nonce, out.sent_at, out.expiry, out.nacked = interest.nonce, now, expiry, None
         entry.last_forwarded = now
         self.counters.interests_out += 1
-        self._out.append(Send(face, interest.forwarded(interest.hop_limit - 1)))
+        self._out.append(Send(face, new_interest(
+            interest.name, interest.nonce, interest.lifetime_ms, interest.hop_limit - 1,
+            interest.can_be_prefix, interest.must_be_fresh, interest.app_params, interest.forwarding_hint,
+        )))
 
     def reject(self, entry: PitEntry, reason: NackReason, now: float) -> None:
         """Nack every downstream of `entry` and drop it."""
@@ -313,6 +361,8 @@ class Forwarder:
                 self._dnl_sweep_at = now + DNL_SWEEP_INTERVAL
                 self.schedule(self._dnl_sweep_at, self._sweep_dnl)
         self.pit.remove(entry)
+        if self.rf.entries:
+            self._close_trigger(entry)
 
     def _sweep_dnl(self, arg: None, due: float, now: float) -> None:
         self.dnl.evict_expired(now)
@@ -331,15 +381,182 @@ class Forwarder:
         self.counters.pit_expired += 1
         self._finish(entry, now)
 
+    # --- Reflexive forwarding (the rules: icnd.core.reflexive) -------------------------
+    def on_incoming_reflexive_interest(self, face: int, interest: Interest, now: float) -> bool:
+        """Rule 1, for a name with a component of type >= T_RNP; False if
+        it holds no RNP after all (the normal pipeline then goes on)."""
+        kind, why = classify(interest.name.comps)
+        if kind == NOT_REFLEXIVE:
+            return False
+        if kind == MALFORMED:
+            self.counters.rnp_malformed += 1
+            self._nack(face, interest, NackReason.MALFORMED, why)
+        elif kind == TRIGGER:
+            self.on_incoming_trigger_interest(face, interest, now)
+        else:
+            self.on_incoming_ri(face, interest, now)
+        return True
+
+    def on_incoming_trigger_interest(self, face: int, interest: Interest, now: float) -> None:
+        """Rule 2: a TI creates or refreshes the entry of its RNP."""
+        c = self.counters
+        rnp = interest.name.comps[-1]
+        entry = self.pit.find(interest)
+        rf = self.rf.get(rnp)
+        if rf is not None and rf.ti_entry is not entry:
+            c.rf_collisions += 1
+            self._nack(face, interest, NackReason.PROHIBITED, "reflexive name prefix in use by another trigger")
+            return
+        if entry is None:
+            try:
+                entry = self.pit.insert(interest)
+            except TableFull as exc:
+                c.pit_full += 1
+                self._nack(face, interest, NackReason.CONGESTION, str(exc))
+                return
+            if not self._add_in_record(entry, face, interest, now):
+                self.pit.remove(entry)
+                return
+            try:
+                rf = self.rf.insert(rnp, entry, now)
+            except TableFull as exc:
+                c.rf_full += 1
+                self.pit.remove(entry)
+                self._nack(face, interest, NackReason.NO_RESOURCES, str(exc))
+                return
+            c.rf_entries_created += 1
+            entry.suppress = SUPPRESS_INITIAL
+            forward = True
+        else:
+            assert rf is not None  # an entry exists exactly while its TI is pending
+            if self._is_loop(entry, face, interest.nonce):
+                c.duplicate_nonces += 1
+                self._nack(face, interest, NackReason.DUPLICATE, "duplicate nonce")
+                return
+            try:
+                self.rf.add_consumer(rf, face)
+            except TableFull as exc:
+                c.rf_full += 1
+                self._nack(face, interest, NackReason.NO_RESOURCES, str(exc))
+                return
+            extended = entry.expiry
+            forward = self._pending_interest(entry, face, interest, now)
+            if face not in entry.in_records:  # the PIT refused the in-record
+                self.rf.remove_consumer(rf, face)
+            entry.extend_to(extended)  # a retransmission never undoes an RI's extension
+        if forward:
+            self._strategy_trigger(entry, face, interest, now)
+        if not entry.removed:
+            self.rf.update(rf)
+
+    def _strategy_trigger(self, entry: PitEntry, face: int, interest: Interest, now: float) -> None:
+        comps = entry.comps
+        self._trigger_strategy(comps).after_receive_interest(
+            self, entry, face, interest, self.fib.longest_match(comps), now)
+
+    def _trigger_strategy(self, comps: tuple[bytes, ...]) -> Strategy:
+        """The prefix's strategy, unless it would send a TI to several hosts."""
+        strategy = self.strategies.find(comps)
+        return self._single_path if strategy.name in MULTIPATH_STRATEGIES else strategy
+
+    def on_incoming_ri(self, face: int, interest: Interest, now: float) -> None:
+        """Rule 3: an RI goes only through its RNP's entry, never by FIB."""
+        c = self.counters
+        rf = self.rf.get(interest.name.comps[0])
+        if rf is None or not rf.live(now):
+            if rf is not None and rf.prohibited:
+                c.rf_prohibited += 1
+            else:
+                c.rf_miss += 1
+            self._nack(face, interest, NackReason.NO_ROUTE, "no reflexive entry")
+            return
+        if face not in rf.producer_faces:
+            c.rf_wrong_ingress += 1
+            return
+        if rf.ri_count >= self.rf.max_ri_per_ti:
+            c.rf_ri_limit += 1
+            self._nack(face, interest, NackReason.PROHIBITED, "too many reflexive Interests for one trigger")
+            return
+        entry = self.pit.find(interest)
+        if entry is None:
+            try:
+                entry = self.pit.insert(interest)
+            except TableFull as exc:
+                c.pit_full += 1
+                self._nack(face, interest, NackReason.CONGESTION, str(exc))
+                return
+            if not self._add_in_record(entry, face, interest, now):
+                self.pit.remove(entry)
+                return
+            entry.suppress = SUPPRESS_INITIAL
+            forward = True
+        else:
+            if self._is_loop(entry, face, interest.nonce):
+                c.duplicate_nonces += 1
+                self._nack(face, interest, NackReason.DUPLICATE, "duplicate nonce")
+                return
+            forward = self._pending_interest(entry, face, interest, now)
+            if face not in entry.in_records:  # the PIT refused the in-record
+                return
+        if self.rf.extend(rf, clamp_lifetime(interest.lifetime_ms), now):
+            c.rf_extended += 1
+        if forward:
+            self.send_reflexive_interest(entry, rf, face, interest, now)
+
+    def send_reflexive_interest(self, entry: PitEntry, rf: ReflexiveEntry, face: int, interest: Interest,
+                                now: float) -> None:
+        """An RI to every consumer face of its entry (never to `face`)."""
+        rf.ri_count += 1
+        downs = sorted(f for f in rf.consumer_faces if f != face)
+        if not downs:
+            self.reject(entry, NackReason.NO_ROUTE, now)
+            return
+        for down in downs:
+            self.send_interest(entry, down, interest, now)
+
+    def on_reflexive_nack(self, entry: PitEntry, face: int, nack: Nack, now: float) -> None:
+        """Rule 6 for an RI; a TI's Nack goes to its (single-path) strategy."""
+        comps = entry.comps
+        if comps[0][0] == T_RNP:  # an RI: its out-records are consumer faces
+            if nack.reason == NackReason.PROHIBITED:
+                rf = self.rf.get(comps[0])
+                if rf is not None and face in rf.consumer_faces and not rf.prohibited:
+                    rf.prohibited = True
+                    self.counters.rf_killed += 1
+            if entry.all_out_nacked():
+                self.reject(entry, least_severe(entry), now)
+            return
+        self._trigger_strategy(comps).after_receive_nack(
+            self, entry, face, nack, self.fib.longest_match(comps), now)
+        rf = self._trigger_entry(entry)
+        if rf is not None:  # still pending: maybe sent to another host
+            self.rf.update(rf)
+
+    def _trigger_entry(self, entry: PitEntry) -> ReflexiveEntry | None:
+        """The reflexive entry of a TI's PIT entry (None for other entries)."""
+        comps = entry.comps
+        if comps and comps[-1][0] == T_RNP:
+            rf = self.rf.get(comps[-1])
+            if rf is not None and rf.ti_entry is entry:
+                return rf
+        return None
+
+    def _close_trigger(self, entry: PitEntry) -> None:
+        """Rule 5: a TI's PIT entry went, and its reflexive entry with it."""
+        rf = self._trigger_entry(entry)
+        if rf is not None:
+            self.rf.remove(rf)
+
     # --- Data pipeline ------------------------------------------------------------
     def on_incoming_data(self, face: int, data: Data, now: float) -> None:
         c = self.counters
         c.data_in += 1
-        if face not in self.faces:
+        info = self.faces.get(face)
+        if info is None:
             c.unknown_face_drops += 1
             return
         comps = data.name.comps
-        if comps and comps[0] == LOCALHOST and not self.faces[face].local:
+        if comps and comps[0] == LOCALHOST and not info.local:
             c.scope_violations += 1
             return
         entries = self.pit.match_data(data)
@@ -348,7 +565,10 @@ class Forwarder:
         if not entries:
             self.on_data_unsolicited(face, data)
             return
-        cached = data.content_type not in UNCACHED_TYPES and self.cs.insert(data, now)
+        if comps and max(comps) >= RNP_MIN and has_rnp(comps):
+            cached = False  # reflexive Data (RD, TD, anything with an rnp=) is never cached
+        else:
+            cached = data.content_type not in UNCACHED_TYPES and self.cs.insert(data, now)
         if cached:
             c.cs_inserts += 1
         # Like NFD: a satisfied Interest's nonces need the dead-nonce list only
@@ -390,6 +610,9 @@ class Forwarder:
             return
         entry.out_records[face].nacked = nack.reason
         comps = nack.name.comps
+        if comps and (comps[0][0] == T_RNP or comps[-1][0] == T_RNP):
+            self.on_reflexive_nack(entry, face, nack, now)
+            return
         strategy = self.strategies.find(comps)
         strategy.after_receive_nack(self, entry, face, nack, self.fib.longest_match(comps), now)
 
@@ -401,6 +624,7 @@ class Forwarder:
             "cs_entries": len(self.cs),
             "cs_bytes": self.cs.bytes_used,
             "faces": len(self.faces),
+            "rf_entries": len(self.rf),
         }
 
     def add_route(self, prefix: Name, face: int, cost: int = 0) -> None:

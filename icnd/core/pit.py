@@ -9,8 +9,9 @@ Invariants:
 - an entry has at least one in-record while it is in the table (the pipeline
   removes it when the last one goes);
 - ``entry.expiry`` is the latest in-record expiry (recomputed when an
-  in-record is refreshed or removed); the forwarder's timer removes the entry
-  once ``now >= entry.expiry``, so no entry outlives its last in-record;
+  in-record is refreshed or removed; `PitEntry.extend_to` moves records and
+  entry together); the forwarder's timer removes the entry once
+  ``now >= entry.expiry``, so no entry outlives its last in-record;
 - at most ``max_entries`` entries in all and ``max_per_face`` in-records per
   downstream face (`insert` raises `TableFull`);
 - `_cbp` counts can_be_prefix entries and `_digest` entries whose name ends
@@ -73,6 +74,20 @@ class PitEntry:
 
     def all_out_nacked(self) -> bool:
         return bool(self.out_records) and all(o.nacked is not None for o in self.out_records.values())
+
+    def extend_to(self, until: float) -> None:
+        """Keep the entry pending at least until `until`: every in-record
+        (so Data still reaches every downstream) and every un-Nacked
+        out-record live that long.  Used by reflexive forwarding, whose RIs
+        keep their trigger Interest alive."""
+        for rec in self.in_records.values():
+            if rec.expiry < until:
+                rec.expiry = until
+        for out in self.out_records.values():
+            if out.nacked is None and out.expiry < until:
+                out.expiry = until
+        if self.expiry < until:
+            self.expiry = until
 
 
 class Pit:

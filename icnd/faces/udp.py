@@ -12,11 +12,18 @@ needs IP fragmentation (one lost IP fragment loses the whole datagram).
 Fragments are the link's business only: a fragmented packet counts once in
 ``out_packets``/``in_packets``, its fragments in ``fragments_out`` /
 ``fragments_in`` (`UdpFaceCounters`).  `send` admits a fragmented packet only
-when the face's send queue has room for all its fragments, so it never sends
-a useless part of one.  A sender bursts at most ``burst_bytes`` per wakeup
-(in `send` and in the writer), giving the receiver's read loop (in the same
-process, on loopback) a turn to drain its socket before the kernel buffer
-overflows.
+when the face's send queue has room for all its fragments (so it never sends
+a useless part of one); the queue bound counts datagrams, and by default has
+room for two packets of ``MAX_PACKET_SIZE`` at the face's MTU.
+
+UDP has no flow control, and a socket whose receive buffer is full drops
+datagrams (and a lost fragment loses its whole packet).  So a listener sends at
+most ``burst_bytes`` of fragments and queued datagrams per turn of the event
+loop (directly from `send`, then from its writer after each wait for the
+socket): by default a quarter of its own socket receive buffer, assuming its
+peers' are alike.  That gives a reader in the same process (tests, loopback
+benchmarks) a turn to drain its socket between bursts; across processes or
+hosts it only bounds bursts.  Packets within the MTU are not metered.
 
 A `UdpListener` owns one socket.  Its receive loop demultiplexes datagrams by
 source address into `UdpFace` objects, one per remote address: a datagram from
@@ -53,7 +60,7 @@ import trio
 
 from ..codec import MAX_PACKET_SIZE
 from .base import Face, FaceCounters, Listener, OnNewFace, OnReceive, close_socket
-from .fragment import DEFAULT_MTU, MAGIC, MIN_MTU, Fragmenter, Reassembler, fragment_count
+from .fragment import DEFAULT_MTU, MIN_MTU, Fragmenter, Reassembler, fragment_count
 from .uri import FaceUri, format_inet_uri, parse_face_uri
 
 MAX_DATAGRAM = 65507  # largest UDP payload over IPv4
@@ -63,7 +70,8 @@ MAX_HELD = 1024  # packets held for a face whose run() has not started yet
 MAX_HELD_BYTES = 32 * 1024 * 1024  # ... and their bytes
 DATAGRAMS_PER_WAKEUP = 256
 SOCKET_BUFFER = 1024 * 1024
-SEND_BURST = 256 * 1024  # bytes of queued datagrams sent per writer wakeup (and of fragments in send)
+SEND_BURST = 256 * 1024  # at most this many bytes of fragments and queued datagrams per event-loop turn
+DATAGRAM_OVERHEAD = 1024  # what a datagram costs a kernel socket buffer beyond its bytes, roughly
 REASSEMBLY_TIMEOUT = 2.0  # seconds a partial packet waits for its next fragment
 REASSEMBLY_MAX_PACKETS = 64  # partial packets per face
 REASSEMBLY_MAX_BYTES = 32 * 1024 * 1024  # buffered fragment bytes per face
@@ -127,7 +135,7 @@ class UdpFace(Face):
             counters.send_drops += 1
             return
         n = len(wire)
-        if n > self._mtu or (n and wire[0] == MAGIC):
+        if n > self._mtu or (n and wire[0] == 0xC1):  # fragment.MAGIC, inlined
             self._send_fragments(wire)
             return
         listener = self._listener
@@ -172,18 +180,23 @@ class UdpFace(Face):
         if not listener._queue:
             sendto = listener._sock.sendto
             address = self.address
-            budget = listener.burst_bytes
+            left = listener._burst_left
             try:
-                while sent < count and budget > 0:
+                while sent < count:
                     datagram = datagrams[sent]
+                    cost = len(datagram) + DATAGRAM_OVERHEAD
+                    if cost > left:
+                        break  # the rest waits for the writer's next turn
                     sendto(datagram, address)
-                    budget -= len(datagram)
+                    left -= cost
                     sent += 1
             except BlockingIOError:
                 pass
             except OSError:
                 counters.send_drops += 1
                 return
+            finally:
+                listener._burst_left = left
         if sent < count:
             self._queued += count - sent
             listener._enqueue_many(self, datagrams, sent)
@@ -192,7 +205,7 @@ class UdpFace(Face):
         counters.fragments_out += count
 
     def _deliver(self, data: bytes) -> None:
-        if data and data[0] == MAGIC:
+        if data and data[0] == 0xC1:  # fragment.MAGIC, inlined: the one check on the fast path
             data = self._reassembler.feed(data, trio.current_time())  # type: ignore[assignment]
             if data is None:
                 return
@@ -259,8 +272,12 @@ class UdpListener(Listener):
     def __init__(self, sock: socket.socket, *, on_new_face: OnNewFace | None, mtu: int = DEFAULT_MTU) -> None:
         if type(mtu) is not int or not MIN_MTU <= mtu <= MAX_DATAGRAM:
             raise ValueError(f"udp mtu must be an int in [{MIN_MTU}, {MAX_DATAGRAM}], not {mtu!r}")
-        self.mtu = mtu  # faces made from now on use it
-        self.burst_bytes = SEND_BURST
+        self._mtu = mtu
+        try:
+            rcvbuf = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+        except OSError:
+            rcvbuf = 4 * SEND_BURST
+        self._burst_bytes = self._burst_left = max(mtu + DATAGRAM_OVERHEAD, min(SEND_BURST, rcvbuf // 4))
         sock.setblocking(False)
         self._sock = sock
         self._on_new_face = on_new_face
@@ -272,6 +289,22 @@ class UdpListener(Listener):
         self.local_address: tuple[str, int] = (host, port)
         self.local_uri = format_inet_uri("udp", host, port)
         self.closed = False
+
+    @property
+    def mtu(self) -> int:
+        """The largest datagram this listener's faces send; larger packets are fragmented."""
+        return self._mtu
+
+    @property
+    def burst_bytes(self) -> int:
+        """Bytes of fragments and queued datagrams sent per event-loop turn (see the module docstring)."""
+        return self._burst_bytes
+
+    @burst_bytes.setter
+    def burst_bytes(self, value: int) -> None:
+        if value < 1:
+            raise ValueError("burst_bytes must be positive")
+        self._burst_bytes = self._burst_left = value
 
     @property
     def faces(self) -> list[UdpFace]:
@@ -385,6 +418,7 @@ class UdpListener(Listener):
         sock = self._sock
         while not self.closed:
             if not self._queue:
+                self._burst_left = self._burst_bytes
                 await self._wake_writer.wait()
                 self._wake_writer = trio.Event()
                 continue
@@ -395,21 +429,29 @@ class UdpListener(Listener):
             self._flush()
 
     def _flush(self) -> None:
+        """Send queued datagrams: at most ``burst_bytes`` (but at least one) this turn."""
         queue = self._queue
         sendto = self._sock.sendto
-        budget = self.burst_bytes  # then wait for the next wakeup: the receiver gets a turn
-        while queue and budget > 0:
-            face, wire = queue[0]
-            if not face.closed:
-                try:
-                    sendto(wire, face.address)
-                except BlockingIOError:
-                    return
-                except OSError:
-                    face.counters.send_drops += 1
-                budget -= len(wire)
-            face._queued -= 1
-            queue.popleft()
+        full = self._burst_bytes
+        left = full
+        try:
+            while queue:
+                face, wire = queue[0]
+                if not face.closed:
+                    cost = len(wire) + DATAGRAM_OVERHEAD
+                    if cost > left and left < full:
+                        return  # the rest after the next wait: readers get a turn
+                    try:
+                        sendto(wire, face.address)
+                    except BlockingIOError:
+                        return
+                    except OSError:
+                        face.counters.send_drops += 1
+                    left -= cost
+                face._queued -= 1
+                queue.popleft()
+        finally:
+            self._burst_left = max(left, 0)
 
 
 async def open_udp_listener(

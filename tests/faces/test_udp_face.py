@@ -376,7 +376,8 @@ async def test_fragments_from_a_raw_peer_out_of_order_duplicated_and_malformed()
             raw.bind(("127.0.0.1", 0))
             packet = _blob(3000, 3)
             frags = [HEADER.pack(MAGIC, 99, i, 3, 3000) + packet[i * 1000 : (i + 1) * 1000] for i in range(3)]
-            for datagram in [frags[2], b"\xc1", frags[0], frags[0], HEADER.pack(MAGIC, 99, 5, 3, 3000) + b"z", frags[1]]:
+            bad_index = HEADER.pack(MAGIC, 99, 5, 3, 3000) + b"z"
+            for datagram in [frags[2], b"\xc1", frags[0], frags[0], bad_index, frags[1]]:
                 raw.sendto(datagram, listener.local_address)
             raw.sendto(b"\x91\x01", listener.local_address)
             await peer.wait_packets(2)
@@ -398,7 +399,8 @@ async def test_lost_fragment_delivers_nothing_and_times_out(monkeypatch):
             raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             packet = _blob(3000, 4)
             for i in (0, 2):  # fragment 1 is lost
-                raw.sendto(HEADER.pack(MAGIC, 7, i, 3, 3000) + packet[i * 1000 : (i + 1) * 1000], listener.local_address)
+                fragment = HEADER.pack(MAGIC, 7, i, 3, 3000) + packet[i * 1000 : (i + 1) * 1000]
+                raw.sendto(fragment, listener.local_address)
             while not peer.new_faces or peer.new_faces[0].counters.reassembly_timeouts == 0:
                 await trio.sleep(0.01)  # the listener's sweep expires it though nothing else arrives
             face = peer.new_faces[0]
@@ -442,3 +444,34 @@ async def test_mtu_is_validated_and_per_listener():
     standalone = await connect_udp("udp://127.0.0.1:9", mtu=1200)
     assert standalone.mtu == 1200
     await standalone.aclose()
+
+
+async def test_fragments_leave_in_bursts_and_the_writer_sends_the_rest():
+    raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024 * 1024)
+    raw.bind(("127.0.0.1", 0))
+    raw.setblocking(False)
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            listener = await open_udp_listener("127.0.0.1", 0, on_new_face=None, mtu=1013)
+            listener.burst_bytes = 10 * (1013 + udp.DATAGRAM_OVERHEAD)
+            nursery.start_soon(listener.run)
+            await trio.sleep(0)
+            face = await listener.face_to(*raw.getsockname())
+            packet = _blob(100 * 1000, 9)
+            face.send(packet)
+            assert len(listener._queue) == 90 and face._queued == 90  # ten went out at once
+            small = b"\x91\x07"
+            face.send(small)  # queued behind the fragments: order is kept
+            received: list[bytes] = []
+            while len(received) < 101:
+                await trio.lowlevel.wait_readable(raw)
+                while True:
+                    try:
+                        received.append(raw.recv(2048))
+                    except BlockingIOError:
+                        break
+            assert received[-1] == small and b"".join(d[HEADER.size :] for d in received[:-1]) == packet
+            assert face._queued == 0 and face.counters.fragments_out == 100 and face.counters.out_packets == 2
+            await listener.aclose()
+    raw.close()

@@ -1,0 +1,1 @@
+"""Example applications for icnd (run from a checkout: `python -m apps.<name>`)."""

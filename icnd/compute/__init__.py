@@ -1,0 +1,1 @@
+"""Named functions: the codec of their arguments and results (`values`), and more to come."""

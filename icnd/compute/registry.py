@@ -1,0 +1,80 @@
+"""Named functions: the decorator, loading ``MODULE:CALLABLE``, and the
+per-function settings a host needs (purity, authorization policy).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..name import Name
+
+_ATTR = "__icnd_function__"
+
+
+@dataclass(frozen=True)
+class FunctionInfo:
+    pure: bool = False
+    freshness_ms: int = 3_600_000  # how long a pure result may be cached
+
+
+def function(_fn: Callable | None = None, *, pure: bool = False, freshness: float = 3600.0):  # type: ignore[no-untyped-def]
+    """Mark a callable as a named function.
+
+    ``pure=True`` declares that the result is determined by the name and the
+    arguments: results are then cached and shared (calls named by
+    ``params-sha256=`` are answered from Content Stores, and the host
+    memoizes RICE calls), so equal calls run the function once."""
+
+    def mark(fn: Callable) -> Callable:
+        setattr(fn, _ATTR, FunctionInfo(pure=pure, freshness_ms=int(freshness * 1000)))
+        return fn
+
+    return mark(_fn) if _fn is not None else mark
+
+
+def info(fn: Callable) -> FunctionInfo:
+    return getattr(fn, _ATTR, FunctionInfo())
+
+
+@dataclass
+class HostedFunction:
+    prefix: Name
+    fn: Callable[..., Any]
+    allow: tuple[Name, ...] = ()  # key-name prefixes allowed to call; empty: any validly signed caller
+    info: FunctionInfo = field(default_factory=FunctionInfo)
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.fn)
+
+    def allows(self, key_name: Name) -> bool:
+        return not self.allow or any(p.is_prefix_of(key_name) for p in self.allow)
+
+
+def load_callable(target: str) -> Callable[..., Any]:
+    """Import ``MODULE:CALLABLE`` (the callable may be dotted: ``mod:Class.method``)."""
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"{target!r}: expected MODULE:CALLABLE")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"{target!r}: cannot import {module_name}: {exc}") from None
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ValueError(f"{target!r}: {module_name} has no {attr}") from None
+    if not callable(obj):
+        raise ValueError(f"{target!r} is not callable")
+    return obj
+
+
+def hosted(prefix: str | Name, fn: Callable[..., Any], allow: list[str] | tuple = ()) -> HostedFunction:
+    prefix = Name(prefix)
+    if len(prefix) < 1:
+        raise ValueError("a function prefix needs at least one component, e.g. /fn/NAME")
+    return HostedFunction(prefix, fn, tuple(Name(a) for a in allow), info(fn))

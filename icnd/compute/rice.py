@@ -1,0 +1,504 @@
+"""Named functions, RICE-style, over reflexive forwarding (both sides).
+
+A call of ``/fn/NAME`` with arguments::
+
+    client                                        host (serves /fn/NAME)
+    TI  /fn/NAME/<call-id>/rnp=R  ───────────────►  admission (busy: Nack no-resources,
+                                                    so the strategy tries another host)
+        ◄─────────────── RI /rnp=R/auth/<challenge>
+    D   {ti, pub} signed by the caller's key ─────►  signature + policy checked first
+        ◄─────────────── RI /rnp=R/manifest           (refused: ERROR unauthorized)
+    D   {segment_size, args: [{size, digests}]} ──►  limits checked before any bulk pull
+        ◄─────────────── RI /rnp=R/arg/<i>/v=0/seg=<n>   (pipelined, checked by digest)
+    D   segments ─────────────────────────────────►  the function starts
+        ◄─────────────── TD /fn/NAME/<call-id>/rnp=R: the result inline (BLOB),
+                         a THUNK {name, eta_ms, expires_ms}, or a signed ERROR
+    poll <thunk name> at the ETA ───────────────────►  THUNK again (new ETA) while running;
+                                                       the result as an object when done;
+                                                       ERROR gone after the retention time
+
+Reflexive Interests (RI) retrace the trigger's (TI's) path through the
+forwarders' reflexive tables and keep the TI's PIT state alive, so a call
+with megabytes of arguments needs no route back to the client.  The call-id
+is reused on retransmissions: the host runs a call-id at most once.  Results
+live under the host's own prefix (``/node/<host>/thunk/<128-bit id>``) as a
+versioned object, so PIT state stays flat however long the function runs,
+and a result is fetched like any other named data.
+
+Pure functions (`icnd.function(pure=True)`) may also be called as
+``/fn/NAME/params-sha256=<digest>`` with the encoded arguments as the
+Interest's parameters: the answer is cacheable, so equal calls from anyone
+are answered by Content Stores; the host also memoizes pure RICE calls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+from collections import OrderedDict
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import msgpack
+import trio
+
+from ..errors import DecodeError, Error, Nacked, RemoteError, Timeout, Unauthorized, VerificationError
+from ..name import T_PARAMS, T_RNP, T_SEGMENT, Name, generic, rnp, segment
+from ..objects import DEFAULT_SEGMENT_SIZE, Manifest, segment_count
+from ..packet import ContentType, Data, Interest, Nack, NackReason
+from ..security import Ed25519Key, Ed25519VerifyKey, KEY_ID_LEN
+from .registry import HostedFunction
+from .values import decode_value, encode_value
+
+if TYPE_CHECKING:
+    from ..client import Client
+
+log = logging.getLogger("icnd.compute")
+
+AUTH = generic("auth")
+MANIFEST = generic("manifest")
+ARG = generic("arg")
+THUNK = generic("thunk")
+
+TI_LIFETIME = 4.0  # seconds; the client re-expresses the same TI name after this much silence
+RI_LIFETIME = 1.0
+RI_ATTEMPTS = 3
+INLINE_BUDGET = 0.2  # a result ready this fast comes back in the trigger Data
+INLINE_MAX = 256 * 1024  # larger results always go through a thunk (as an object)
+MAX_ARGS = 64
+MAX_POLL_WAIT = 5.0
+BUSY_BACKOFF = 0.05  # first wait after every host said no-resources; doubles, with jitter
+MAX_BUSY_BACKOFF = 1.0
+
+
+@dataclass(frozen=True)
+class HostLimits:
+    max_jobs: int = 8  # calls being handshaked or run at once; beyond: Nack no-resources
+    max_arg_bytes: int = 64 * 1024 * 1024
+    retention: float = 60.0  # seconds a finished result stays fetchable
+    max_tombstones: int = 10_000
+
+
+def error_content(code: str, message: str) -> bytes:
+    return msgpack.packb({"code": code, "message": message[:1000]})
+
+
+def remote_error(data: Data) -> Error:
+    """The exception a signed ERROR Data stands for."""
+    try:
+        body = msgpack.unpackb(data.content, raw=False)
+        code, message = str(body["code"]), str(body["message"])
+    except Exception:
+        return RemoteError("error", f"{data.name}: malformed error")
+    if code == "unauthorized":
+        return Unauthorized(f"{data.name}: {message}")
+    return RemoteError(code, message)
+
+
+# --- the caller ---------------------------------------------------------------------------
+async def call(client: "Client", fn: Name, args: tuple, *, timeout: float, pure: bool,
+               lifetime: float = TI_LIFETIME, segment_size: int = DEFAULT_SEGMENT_SIZE) -> Any:
+    encoded = [encode_value(a) for a in args]
+    if len(encoded) > MAX_ARGS:
+        raise ValueError(f"at most {MAX_ARGS} arguments")
+    deadline = trio.current_time() + timeout
+    try:
+        with trio.fail_at(deadline):
+            if pure:
+                params = msgpack.packb(encoded, use_bin_type=True)
+                from ..client import MAX_PUBLISH_CONTENT
+
+                if len(params) <= MAX_PUBLISH_CONTENT:
+                    return await _pure_call(client, fn, params, deadline, lifetime)
+            return await _rice_call(client, fn, encoded, segment_size, deadline, lifetime)
+    except trio.TooSlowError:
+        raise Timeout(f"{fn}: no result within {timeout:g}s") from None
+
+
+async def _pure_call(client: "Client", fn: Name, params: bytes, deadline: float, lifetime: float) -> Any:
+    interest = Interest.with_params(fn, params, lifetime_ms=int(lifetime * 1000))
+    data = await client.express(interest, timeout=max(deadline - trio.current_time(), 0.01), retx=lifetime)
+    return await _result(client, data, deadline)
+
+
+async def _rice_call(client: "Client", fn: Name, encoded: list[bytes], segment_size: int,
+                     deadline: float, lifetime: float) -> Any:
+    """Invoke; every host busy (Nack no-resources) → back off and try again
+    with the same call-id (so no host ever runs it twice) and a fresh RNP."""
+    call_id = secrets.token_bytes(16)
+    backoff = BUSY_BACKOFF
+    while True:
+        try:
+            return await _rice_attempt(client, fn, call_id, encoded, segment_size, deadline, lifetime)
+        except Nacked as exc:
+            if exc.reason not in ("no-resources", "congestion"):
+                raise
+        await trio.sleep(backoff * (0.5 + secrets.randbelow(1000) / 1000))
+        backoff = min(backoff * 2, MAX_BUSY_BACKOFF)
+
+
+async def _rice_attempt(client: "Client", fn: Name, call_id: bytes, encoded: list[bytes], segment_size: int,
+                        deadline: float, lifetime: float) -> Any:
+    reflexive = rnp(secrets.token_bytes(16))
+    ti_name = fn.append_wire(generic(call_id), reflexive)
+    key = client.call_key()
+    digests = [_segment_digests(blob, segment_size) for blob in encoded]
+    manifest = msgpack.packb({"segment_size": segment_size,
+                              "args": [{"size": len(b), "digests": d} for b, d in zip(encoded, digests)]})
+    activity = [trio.current_time()]
+
+    def on_reflexive(interest: Interest) -> Data | Nack:
+        activity[0] = trio.current_time()
+        comps = interest.name.comps
+        what = comps[1] if len(comps) > 1 else b""
+        if what == AUTH and len(comps) == 3:
+            body = msgpack.packb({"ti": ti_name.to_uri(), "pub": key.public_bytes()})
+            return key.sign(Data(interest.name, body))
+        if what == MANIFEST and len(comps) == 2:
+            return client.sign_digest(Data(interest.name, manifest))
+        if what == ARG and len(comps) == 5:
+            try:
+                blob = encoded[int(comps[2][1:].decode())]
+            except (ValueError, IndexError):
+                return Nack.for_interest(interest, NackReason.NO_ROUTE, "no such argument")
+            index = int.from_bytes(comps[4][1:], "big")
+            last = segment_count(len(blob), segment_size) - 1
+            if comps[4][0] != T_SEGMENT or index > last:
+                return Nack.for_interest(interest, NackReason.NO_ROUTE, "no such argument segment")
+            content = blob[index * segment_size:(index + 1) * segment_size]
+            return client.sign_digest(Data(interest.name, content, final_block_id=segment(last)))
+        return Nack.for_interest(interest, NackReason.PROHIBITED, "not part of this call")
+
+    with client.reflexive(reflexive, on_reflexive):
+        while True:
+            interest = Interest(ti_name, lifetime_ms=int(lifetime * 1000))
+            try:
+                data = await client.express(interest, timeout=lifetime, retx=None)
+                break
+            except Timeout:
+                # the host is still pulling arguments (RIs keep the TI alive): wait on;
+                # silence for a whole lifetime means the TI was lost: re-express it
+                while trio.current_time() - activity[0] < lifetime:
+                    await trio.sleep(lifetime - (trio.current_time() - activity[0]))
+    return await _result(client, data, deadline)
+
+
+def _segment_digests(blob: bytes, segment_size: int) -> bytes:
+    n = segment_count(len(blob), segment_size)
+    return b"".join(hashlib.sha256(blob[i * segment_size:(i + 1) * segment_size]).digest() for i in range(n))
+
+
+async def _result(client: "Client", data: Data, deadline: float) -> Any:
+    """Turn a trigger answer (inline, thunk or error) into the result."""
+    await client.verify(data)
+    while True:
+        if data.content_type == ContentType.ERROR:
+            raise remote_error(data)
+        if data.content_type == ContentType.BLOB:
+            return decode_value(data.content)
+        if data.content_type != ContentType.THUNK:
+            raise RemoteError("protocol", f"{data.name}: unexpected content type {data.content_type}")
+        thunk = _parse_thunk(data)
+        await trio.sleep(min(thunk["eta_ms"] / 1000.0, MAX_POLL_WAIT, max(deadline - trio.current_time(), 0)))
+        name = Name(thunk["name"])
+        found = await client.fetch(name, can_be_prefix=True, must_be_fresh=True, verify=False,
+                                   timeout=min(TI_LIFETIME, max(deadline - trio.current_time(), 0.05)))
+        if found.content_type in (ContentType.THUNK, ContentType.ERROR):
+            await client.verify(found)
+            data = found
+            continue
+        return decode_value(await client.fetch_object(name, timeout=max(deadline - trio.current_time(), 0.05)))
+
+
+def _parse_thunk(data: Data) -> dict:
+    try:
+        body = msgpack.unpackb(data.content, raw=False)
+        if not isinstance(body.get("name"), str) or type(body.get("eta_ms")) is not int:
+            raise ValueError
+        Name(body["name"])
+        return body
+    except Exception:
+        raise RemoteError("protocol", f"{data.name}: malformed thunk") from None
+
+
+# --- the host ------------------------------------------------------------------------------------
+@dataclass
+class Job:
+    thunk_id: str
+    started: float
+    done: trio.Event = field(default_factory=trio.Event)
+    result: bytes | None = None
+    error: tuple[str, str] | None = None
+    thunked: bool = False  # the caller got a thunk: the result must be stored as an object
+    published: bool = False
+
+
+@dataclass
+class Invocation:
+    answer: Data | Nack | None = None
+    settled: trio.Event = field(default_factory=trio.Event)
+
+
+class FunctionHost:
+    """Serves named functions through a `Client` (an application's, or the
+    node's own in-process client for ``--function``)."""
+
+    def __init__(self, client: "Client", functions: list[HostedFunction], node_name: Name, *,
+                 limits: HostLimits = HostLimits(), workers: int = 4) -> None:
+        self.client = client
+        self.functions = sorted(functions, key=lambda f: -len(f.prefix))
+        self.node_name = node_name
+        self.thunk_prefix = node_name.append_wire(THUNK)
+        self.limits = limits
+        self.workers = trio.CapacityLimiter(workers)
+        self.active = 0
+        self.executions = 0
+        self._calls: OrderedDict[tuple, Invocation] = OrderedDict()
+        self._memo: OrderedDict[tuple, bytes] = OrderedDict()
+        self._jobs: dict[str, Job] = {}
+        self._gone: OrderedDict[str, None] = OrderedDict()
+        self._nursery: trio.Nursery | None = None
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
+            self._nursery = nursery
+            for f in self.functions:
+                await stack.enter_async_context(self.client.serve(f.prefix, self._on_call))
+            await stack.enter_async_context(self.client.serve(self.thunk_prefix, self._on_poll))
+            task_status.started(self)
+            await trio.sleep_forever()
+
+    # --- calls ------------------------------------------------------------------------------
+    def _function_for(self, name: Name) -> HostedFunction | None:
+        for f in self.functions:
+            if f.prefix.is_prefix_of(name):
+                return f
+        return None
+
+    async def _on_call(self, interest: Interest) -> Data | Nack | None:
+        fn = self._function_for(interest.name)
+        if fn is None:
+            return self._error(interest.name, "no-such-function", f"{interest.name} is not served here")
+        rest = interest.name.comps[len(fn.prefix):]
+        if len(rest) == 1 and rest[0][0] == T_PARAMS and interest.app_params is not None:
+            return await self._pure_call(fn, interest)
+        if len(rest) != 2 or rest[1][0] != T_RNP:
+            return self._error(interest.name, "no-such-function",
+                               f"{interest.name}: expected {fn.prefix}/<call-id>/rnp=<R> or a params-sha256 call")
+        key = (fn.prefix.comps, rest[0])
+        known = self._calls.get(key)
+        if known is not None:  # a retransmitted trigger: the call-id runs once
+            if known.answer is None:
+                await known.settled.wait()
+            return known.answer if isinstance(known.answer, Data) else None
+        if self.active >= self.limits.max_jobs:
+            return Nack.for_interest(interest, NackReason.NO_RESOURCES, f"{self.node_name} is busy")
+        invocation = self._calls[key] = Invocation()
+        while len(self._calls) > 4 * self.limits.max_tombstones:
+            self._calls.popitem(last=False)
+        self.active += 1
+        try:
+            invocation.answer = await self._handshake_and_run(fn, interest, rest[1])
+        except Error as exc:  # the caller vanished mid-handshake: nothing to answer
+            log.info("call %s abandoned: %s", interest.name, exc)
+            del self._calls[key]
+            invocation.answer = None
+        finally:
+            self.active -= 1
+            invocation.settled.set()
+        return invocation.answer
+
+    async def _pull(self, name: Name) -> Data:
+        """A reflexive Interest, retried a few times."""
+        last: Exception | None = None
+        for _ in range(RI_ATTEMPTS):
+            try:
+                return await self.client.express(Interest(name, lifetime_ms=int(RI_LIFETIME * 1000)),
+                                                 timeout=RI_LIFETIME, retx=None)
+            except Timeout as exc:
+                last = exc
+        raise Timeout(f"{name}: the caller did not answer ({last})")
+
+    async def _handshake_and_run(self, fn: HostedFunction, ti: Interest, reflexive: bytes) -> Data:
+        base = Name.from_wire((reflexive,))
+        # 1. who is calling, checked before anything else
+        challenge = secrets.token_bytes(16)
+        auth = await self._pull(base.append_wire(AUTH, generic(challenge)))
+        principal = self._check_auth(auth, ti)
+        if principal is None:
+            return self._error(ti.name, "unauthorized", f"{ti.name}: the caller's proof of identity is invalid")
+        if not fn.allows(principal):
+            return self._error(ti.name, "unauthorized", f"{principal} may not call {fn.prefix}")
+        # 2. what is coming, checked before any bulk transfer
+        manifest_data = await self._pull(base.append_wire(MANIFEST))
+        try:
+            plan = self._check_manifest(manifest_data)
+        except ValueError as exc:
+            return self._error(ti.name, "too-large" if "exceed" in str(exc) else "bad-arguments", str(exc))
+        # 3. the arguments, pipelined and checked segment by segment
+        args = []
+        for index, (size, digests) in enumerate(plan["args"]):
+            arg_name = base.append_wire(ARG, generic(str(index)))
+            manifest = Manifest(arg_name, 0, size, plan["segment_size"], digests)
+            try:
+                blob = await self.client.fetch_segments(manifest)
+            except VerificationError as exc:
+                return self._error(ti.name, "bad-arguments", str(exc))
+            except (Nacked, Timeout) as exc:
+                raise Timeout(f"{ti.name}: arguments could not be fetched: {exc}") from None
+            try:
+                args.append(decode_value(blob))
+            except DecodeError as exc:
+                return self._error(ti.name, "bad-arguments", f"argument {index}: {exc}")
+        return await self._start(fn, ti.name, args, memo_key=(fn.prefix.comps, self._args_digest(args, plan)))
+
+    @staticmethod
+    def _args_digest(args: list, plan: dict) -> bytes:
+        h = hashlib.sha256()
+        for _, digests in plan["args"]:
+            h.update(digests)
+        return h.digest()
+
+    def _check_auth(self, auth: Data, ti: Interest) -> Name | None:
+        """The caller's key name if `auth` is a valid, fresh proof for this trigger."""
+        try:
+            body = msgpack.unpackb(auth.content, raw=False)
+            pub, ti_uri = body["pub"], body["ti"]
+            kl = auth.key_locator
+            if ti_uri != ti.name.to_uri() or kl is None or len(kl) < 2 or bytes(kl[-2]) != b"KEY":
+                return None
+            if bytes(kl[-1]) != hashlib.sha256(pub).digest()[:KEY_ID_LEN]:
+                return None  # the key name must commit to the public key
+            verifier = Ed25519VerifyKey.from_bytes(pub)
+            from ..codec import signed_portion_of_wire
+
+            if not verifier.is_valid(signed_portion_of_wire(auth), auth.sig_value):
+                return None
+            return kl
+        except Exception:
+            return None
+
+    def _check_manifest(self, data: Data) -> dict:
+        try:
+            body = msgpack.unpackb(data.content, raw=False)
+            segment_size = body["segment_size"]
+            args = [(a["size"], a["digests"]) for a in body["args"]]
+        except Exception:
+            raise ValueError("malformed argument manifest") from None
+        if len(args) > MAX_ARGS:
+            raise ValueError(f"{len(args)} arguments exceed the limit of {MAX_ARGS}")
+        total = sum(size for size, _ in args)
+        if total > self.limits.max_arg_bytes:
+            raise ValueError(f"{total} bytes of arguments exceed the host's limit of {self.limits.max_arg_bytes}")
+        for size, digests in args:
+            Manifest(Name("/x"), 0, size, segment_size, digests)  # validates sizes and digest count
+        return {"segment_size": segment_size, "args": args}
+
+    async def _pure_call(self, fn: HostedFunction, interest: Interest) -> Data | Nack | None:
+        key = (fn.prefix.comps, interest.name.comps[-1])
+        memo = self._memo.get(key)
+        if memo is None:
+            try:
+                encoded = msgpack.unpackb(interest.app_params, raw=False, max_array_len=MAX_ARGS)
+                args = [decode_value(b) for b in encoded]
+            except Exception as exc:
+                return self._error(interest.name, "bad-arguments", f"{interest.name}: {exc}")
+            if not fn.info.pure:
+                return self._error(interest.name, "not-pure", f"{fn.prefix} is not a pure function")
+            return await self._start(fn, interest.name, args, memo_key=key, pure_name=True)
+        return self._result_data(interest.name, memo, fn.info.freshness_ms)
+
+    # --- running -----------------------------------------------------------------------------
+    async def _start(self, fn: HostedFunction, name: Name, args: list, *, memo_key: tuple,
+                     pure_name: bool = False) -> Data:
+        if fn.info.pure and memo_key in self._memo:
+            return self._result_data(name, self._memo[memo_key], fn.info.freshness_ms if pure_name else 0)
+        job = Job(secrets.token_hex(16), trio.current_time())
+        self._jobs[job.thunk_id] = job
+        assert self._nursery is not None
+        self._nursery.start_soon(self._run_job, fn, args, job, memo_key)
+        with trio.move_on_after(INLINE_BUDGET):
+            await job.done.wait()
+        if job.done.is_set() and (job.error is not None or len(job.result or b"") <= INLINE_MAX):
+            if job.error is not None:
+                return self._error(name, *job.error)
+            return self._result_data(name, job.result or b"", fn.info.freshness_ms if pure_name else 0)
+        job.thunked = True
+        if job.done.is_set():  # finished, but too large to come back inline
+            self._nursery.start_soon(self._publish, job)
+            return self._thunk(name, job, 0.0)
+        return self._thunk(name, job, max(0.05, 2 * (trio.current_time() - job.started)))
+
+    async def _run_job(self, fn: HostedFunction, args: list, job: Job, memo_key: tuple) -> None:
+        self.executions += 1
+        try:
+            if fn.is_async:
+                value = await fn.fn(*args)
+            else:
+                value = await trio.to_thread.run_sync(lambda: fn.fn(*args), limiter=self.workers)
+            job.result = encode_value(value)
+            if fn.info.pure:
+                self._memo[memo_key] = job.result
+                while len(self._memo) > self.limits.max_tombstones:
+                    self._memo.popitem(last=False)
+        except Exception as exc:  # the function failed: the caller gets a signed error
+            job.error = (type(exc).__name__, str(exc))
+        finally:
+            job.done.set()
+        if job.thunked and job.error is None:  # checked with no await since done: see _start
+            await self._publish(job)
+        with trio.move_on_after(self.limits.retention):
+            await trio.sleep_forever()
+        await self._forget(job)
+
+    async def _publish(self, job: Job) -> None:
+        try:
+            await self.client.publish_object(self.thunk_prefix.append_wire(generic(job.thunk_id)),
+                                             job.result or b"", freshness=self.limits.retention)
+            job.published = True
+        except Error as exc:
+            job.error = ("result-unavailable", f"the result could not be stored: {exc}")
+
+    async def _forget(self, job: Job) -> None:
+        self._jobs.pop(job.thunk_id, None)
+        self._gone[job.thunk_id] = None
+        while len(self._gone) > self.limits.max_tombstones:
+            self._gone.popitem(last=False)
+        if job.published:
+            try:
+                await self.client.command("object", "remove",
+                                          name=self.thunk_prefix.append_wire(generic(job.thunk_id)).to_uri())
+            except Error:
+                pass
+
+    def _on_poll(self, interest: Interest) -> Data | None:
+        comps = interest.name.comps
+        if len(comps) <= len(self.thunk_prefix.comps):
+            return None
+        thunk_id = comps[len(self.thunk_prefix.comps)][1:].decode("ascii", "replace")
+        job = self._jobs.get(thunk_id)
+        if job is None:
+            if thunk_id in self._gone:
+                return self._error(interest.name, "gone", f"the result of {thunk_id} is no longer kept")
+            return self._error(interest.name, "unknown-thunk", f"no result named {thunk_id} here")
+        if job.error is not None:
+            return self._error(interest.name, *job.error)
+        eta = max(0.05, min(MAX_POLL_WAIT, trio.current_time() - job.started))
+        if job.published:
+            eta = 0.0  # stored: a new Interest will reach the object
+        return self._thunk(interest.name, job, eta)
+
+    # --- answers ------------------------------------------------------------------------------
+    def _thunk(self, name: Name, job: Job, eta: float) -> Data:
+        body = msgpack.packb({"name": self.thunk_prefix.append_wire(generic(job.thunk_id)).to_uri(),
+                              "eta_ms": int(eta * 1000), "expires_ms": int(self.limits.retention * 1000)})
+        return self.client.sign(Data(name, body, ContentType.THUNK, 0))
+
+    def _result_data(self, name: Name, result: bytes, freshness_ms: int) -> Data:
+        return self.client.sign(Data(name, result, ContentType.BLOB, freshness_ms))
+
+    def _error(self, name: Name, code: str, message: str) -> Data:
+        return self.client.sign(Data(name, error_content(code, message), ContentType.ERROR, 0))
+

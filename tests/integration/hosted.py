@@ -1,0 +1,27 @@
+"""Functions the integration tests host in daemons (imported by `icnd run --function`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import icnd
+
+_counted_runs = 0
+
+
+def echo(value):
+    return value
+
+
+@icnd.function(pure=True)
+def counted(x: int) -> int:
+    """Doubles x; counted(-1) reports how many times it ran with other arguments."""
+    global _counted_runs
+    if x == -1:
+        return _counted_runs
+    _counted_runs += 1
+    return 2 * x
+
+
+def big(nbytes: int) -> np.ndarray:
+    return (np.arange(nbytes, dtype=np.int64) % 251).astype(np.uint8)

@@ -1,0 +1,130 @@
+"""Named functions across real daemons: two hosts, a client two hops away."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import trio
+
+import icnd
+from icnd.topology import launch, parse
+
+FUNCTIONS = [
+    "apps.functions:matmul=/fn/matmul",
+    "apps.functions:add=/fn/add",
+    "apps.functions:slow=/fn/slow",
+    "apps.functions:fail=/fn/fail",
+    "tests.integration.hosted:echo=/fn/echo",
+    "tests.integration.hosted:counted=/fn/counted",
+    "tests.integration.hosted:big=/fn/big",
+]
+
+SPEC = {
+    # client - r - h1, r - h2: both hosts two hops from the client
+    "nodes": {"client": {}, "r": {}, "h1": {"functions": FUNCTIONS}, "h2": {"functions": FUNCTIONS}},
+    "links": [{"ends": ["client", "r"]}, {"ends": ["r", "h1"]}, {"ends": ["r", "h2"], "cost": 2}],
+}
+
+
+@pytest.fixture
+async def net():
+    async with launch(parse(SPEC)) as network:
+        yield network
+
+
+async def test_scalar_and_numpy_calls(net) -> None:
+    c = await net.connect("client")
+    assert await c.call("/fn/add", 2, 3.5) == 5.5
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    b = np.ones((4, 2), dtype=np.float32)
+    np.testing.assert_array_equal(await c.call("/fn/matmul", a, b), a @ b)
+    assert await c.call("/fn/echo", {"k": [1, (2, 3)], "b": b"\x00\x01"}) == {"k": [1, (2, 3)], "b": b"\x00\x01"}
+
+
+async def test_large_arguments_and_results(net) -> None:
+    c = await net.connect("client")
+    arg = np.random.default_rng(1).standard_normal(1024 * 1024).astype(np.float32)  # 4 MiB
+    back = await c.call("/fn/echo", arg, timeout=60)
+    np.testing.assert_array_equal(back, arg)
+    big = await c.call("/fn/big", 16 * 1000 * 1000, timeout=60)  # a 16 MB result
+    assert isinstance(big, np.ndarray) and big.nbytes == 16 * 1000 * 1000 and int(big[-1]) == (16 * 10**6 - 1) % 251
+
+
+async def test_long_call_completes_through_a_thunk(net) -> None:
+    c = await net.connect("client")
+    start = trio.current_time()
+    # three trigger lifetimes of work: the trigger is answered with a thunk, then polled
+    assert await c.call("/fn/slow", 3.0, "finished", timeout=30, lifetime=1.0) == "finished"
+    assert trio.current_time() - start >= 3.0
+
+
+async def test_errors(net) -> None:
+    c = await net.connect("client")
+    with pytest.raises(icnd.RemoteError) as info:
+        await c.call("/fn/fail", "kaput")
+    assert info.value.code == "ValueError" and "kaput" in info.value.message
+    assert await c.call("/fn/add", 1, 1) == 2  # the host keeps serving
+    with pytest.raises(icnd.RemoteError) as info:
+        await c.call("/fn/add/not-a-call-shape/x")
+    assert info.value.code == "no-such-function"
+    with pytest.raises(icnd.Nacked) as nack:
+        await c.call("/fn/nobody-serves-this", 1)
+    assert nack.value.reason == "no-route"
+
+
+async def test_pure_function_runs_once_for_equal_calls(net) -> None:
+    c = await net.connect("client")
+    other = await net.connect("r")
+    for client in (c, c, other):
+        assert await client.call("/fn/counted", 21, pure=True) == 42
+    counts = [await (await net.connect(h)).call("/fn/counted", -1) for h in ("h1",)]
+    # only the probe call (-1) and one execution of counted(21) happened on h1 (the cheapest host)
+    assert counts == [1]
+
+
+async def test_100_concurrent_calls_and_both_hosts_used(net) -> None:
+    c = await net.connect("client")
+    results = {}
+
+    async def one(i: int) -> None:
+        results[i] = await c.call("/fn/slow", 0.3, i, timeout=60)
+
+    async with trio.open_nursery() as nursery:
+        for i in range(100):
+            nursery.start_soon(one, i)
+    assert results == {i: i for i in range(100)}
+    executed = [(await net.status(h))["counters"]["interests_in"] for h in ("h1", "h2")]
+    assert all(n > 0 for n in executed), f"calls per host (Interests in): {executed}"
+
+
+async def test_unauthorized_caller_never_runs_the_function(net, tmp_path) -> None:
+    calls = []
+
+    def guarded(x):
+        calls.append(x)
+        return x
+
+    host_client = await net.connect("h1")
+    allowed_key = icnd.security.Ed25519Key.generate(icnd.Name("/client/alice"))
+    async with host_client.host({"/fn/guarded": guarded}, allow={"/fn/guarded": ["/client/alice"]}):
+        await (await net.connect("r")).command("route", "add", prefix="/fn/guarded", face=net.nodes["h1"].udp_uri)
+        async with icnd.connect(net.nodes["client"].socket) as stranger:
+            await stranger.command("route", "add", prefix="/fn/guarded", face=net.nodes["r"].udp_uri)
+            with pytest.raises(icnd.Unauthorized):
+                await stranger.call("/fn/guarded", 1)
+        async with icnd.connect(net.nodes["client"].socket, key=allowed_key) as alice:
+            assert await alice.call("/fn/guarded", 2) == 2
+    assert calls == [2]
+
+
+async def test_vanished_client_leaves_no_state_behind(net) -> None:
+    async with icnd.connect(net.nodes["client"].socket) as c:
+        with trio.move_on_after(0.5):
+            await c.call("/fn/slow", 5.0, timeout=30)
+    # the caller is gone; after the trigger's lifetime every table drains
+    with trio.fail_after(20):
+        while True:
+            tables = [(await net.status(n))["tables"] for n in ("client", "r")]
+            if all(t["pit_entries"] == 0 and t.get("rf_entries", 0) == 0 for t in tables):
+                break
+            await trio.sleep(0.5)
