@@ -296,6 +296,8 @@ class Management:
                 raise CommandError(400, f"malformed Data: {exc}") from None
             if not isinstance(data, Data):
                 raise CommandError(400, "only Data can be published")
+            if any(c[0] == T_RNP for c in data.name.comps):
+                raise CommandError(400, f"{data.name}: a published name may not contain an rnp= component")
             if sign:
                 assert node.key is not None
                 data = node.key.sign(Data(data.name, data.content, data.content_type, data.freshness_ms,
