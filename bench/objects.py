@@ -20,7 +20,11 @@ checked against the manifest's SHA-256, and the bytes returned):
   client over the Unix socket.  Cold = the daemon's Content Store is erased
   (``cs erase /``) right before every cold fetch, so every segment is read
   from the object store (``pread``) and built again; ``cs_hits`` in the JSON
-  line is the daemon's own count during the fetch (0 when cold);
+  line is the daemon's own count during the fetch (1 when cold: fetch_object
+  discovers the manifest twice; each retransmitted segment adds one).  The daemon
+  is the one of the warm case below (Content Store big enough for the whole
+  object, so a cold fetch also caches every segment in fresh memory; data
+  directory inside the bench's temporary work directory);
 - ``1-forwarder-warm``: the same object fetched again right after a
   complete cold fetch without erasing: every segment comes from the Content
   Store.  The daemon's Content Store is configured large enough to hold the
@@ -53,8 +57,8 @@ result), CPU seconds of the client (this process) and of the daemon(s)
 (``client_faults``, ``node_faults``: 256 per MiB of freshly touched
 memory), the CPU every other process on the machine used meanwhile
 (``other_cpu``, share of a core; ``contended`` when over a quarter of a
-core in some run: other work on the 2 cores disturbed it), the daemons' stream-face
-``send_drops`` (a full face send queue silently drops a segment; the
+core in some run: other work on the 2 cores disturbed it), the daemons'
+stream-face ``send_drops`` (a full face send queue silently drops a segment; the
 consumer only notices at its retransmission timeout) and ``cs_hits``.
 Each case runs ``--repeat`` times (default 2, quick 1; an extra run is
 skipped when it would end past the time budget) and reports the median
@@ -85,6 +89,7 @@ import os
 import platform
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -112,6 +117,7 @@ BUDGET = 80.0  # s: an extra run starts only if it should end within this (quick
 QUICK_BUDGET = 24.0
 RAW_RUNS = 5  # quick: 3; the raw copy is noisy in a VM and cheap
 THIS = str(Path(__file__).resolve())
+TICK_SLACK = 3.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
 
 
 # --- results ----------------------------------------------------------------------------------
@@ -142,7 +148,11 @@ class Fetch:
 
     @property
     def other_share(self) -> float:
-        return self.other_cpu / self.seconds if self.seconds > 0 else float("nan")
+        """Other processes' CPU as a share of a core, less the error of /proc's clock ticks
+        (three counters read twice), so that a short run is not called contended by rounding."""
+        if not self.seconds > 0:
+            return float("nan")
+        return max(self.other_cpu - TICK_SLACK, 0.0) / self.seconds
 
     @property
     def contended(self) -> bool:
@@ -314,7 +324,6 @@ def daemon_process_main(config_path: str, profile: str | None) -> None:
     """The bench runner: `icnd run --config` in-process (set up as `icnd run` does),
     optionally under cProfile; stops on SIGTERM/SIGINT."""
     import logging
-    import signal
 
     import trio
 
@@ -409,7 +418,8 @@ async def timed_fetch(consumer: Any, name: str, size: int, digest: bytes, *, tim
         seconds, size, size if complete else progress[0], complete, verified,
         segments_s=(progress[1] - t0) if progress[1] else float("nan"),
         client_cpu=client_cpu, node_cpu=node_cpu, other_cpu=max(other, 0.0),
-        client_faults=client_faults, node_faults=node_faults, send_drops=sum(a[0] - b[0] for a, b in zip(after, before)),
+        client_faults=client_faults, node_faults=node_faults,
+        send_drops=sum(a[0] - b[0] for a, b in zip(after, before)),
         cs_hits=sum(a[1] - b[1] for a, b in zip(after, before)), error=error,
     )
 
@@ -566,7 +576,7 @@ def _summarize_collapsed(path: str, n: int = 25) -> None:
             for fr in set(frames):
                 incl[fr] = incl.get(fr, 0) + k
     out = sys.stderr
-    print(f"\n=== daemon under py-spy: {total} samples; self time ===", file=out)
+    print(f"\n=== daemon under py-spy: {total} samples (blocked in epoll = idle); self time ===", file=out)
     for fr, k in sorted(own.items(), key=lambda kv: -kv[1])[:n]:
         print(f"{100 * k / max(total, 1):6.1f}%  {fr}", file=out)
     print("--- inclusive ---", file=out)
@@ -581,6 +591,10 @@ async def run_profile(opts: Any, workdir: str, blob: bytes, digest: bytes, use_p
     import icnd
 
     size = len(blob)
+    exe = _py_spy() if use_py_spy else None
+    if use_py_spy and exe is None:
+        C.log("--py-spy: py-spy is not installed (pip install py-spy); skipped", False)
+        return
     prof_path = os.path.join(workdir, "daemon.prof")
     label = "objspy" if use_py_spy else "objprof"
     d = ObjDaemon(label, workdir, cs_mb=size / MiB + 64, store_mb=2 * size / MiB + 64,
@@ -592,11 +606,7 @@ async def run_profile(opts: Any, workdir: str, blob: bytes, digest: bytes, use_p
             name = f"/objbench/profile/{secrets.token_hex(3)}"
             await c.publish_object(name, blob, segment_size=opts.segment_size)
             await erase_cs([c])
-            if use_py_spy:
-                exe = _py_spy()
-                if exe is None:
-                    C.log("--py-spy: py-spy is not installed (pip install py-spy); skipped", False)
-                    return
+            if exe is not None:
                 spy = subprocess.Popen([exe, "record", "--pid", str(d.proc.pid), "--rate", "500", "--format", "raw",
                                         "--output", spy_out, "--nonblocking"],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -634,6 +644,38 @@ async def run_profile(opts: Any, workdir: str, blob: bytes, digest: bytes, use_p
 
 
 # --- main ---------------------------------------------------------------------------------------
+
+
+def _interrupt(signum: int, frame: Any) -> None:  # noqa: ARG001
+    raise KeyboardInterrupt
+
+
+def run_trio(fn: Any, *args: Any) -> None:
+    """trio.run(fn, *args), with SIGTERM/SIGHUP turned into a clean KeyboardInterrupt:
+    `fn` is cancelled, its `finally` blocks run, then KeyboardInterrupt leaves; an
+    exception of `fn` leaves as itself, not wrapped in an exception group."""
+    import trio
+
+    from icnd.client import unwrap
+
+    async def guarded() -> None:
+        async with trio.open_nursery() as nursery:
+            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+
+                async def watch() -> None:
+                    async for _ in signals:
+                        raise KeyboardInterrupt
+
+                nursery.start_soon(watch)
+                await fn(*args)
+                nursery.cancel_scope.cancel()
+
+    try:
+        trio.run(guarded)
+    except BaseExceptionGroup as group:
+        if group.subgroup(KeyboardInterrupt) is not None:
+            raise KeyboardInterrupt from None
+        raise unwrap(group) from None
 
 
 def _parse_sizes(text: str) -> list[int]:
@@ -698,14 +740,17 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"unknown case {c!r}")
     if "1-forwarder" not in cases:
         opts.sweep = []
+    # SIGTERM/SIGHUP -> KeyboardInterrupt, so every `finally` runs: daemons stopped, the
+    # topology torn down, the work directory removed (inside trio: see run_trio)
+    C._install_cleanup()  # (its signal handlers are replaced here; its atexit stop_all stays)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
     daemon_cpus, gen_cpus = (None, None) if opts.no_pin else C.cpu_plan()
     opts.daemon_cpus = daemon_cpus
     opts.daemon3_cpus = None if opts.spread_3 else daemon_cpus
     C.pin(0, gen_cpus)
     budget = Budget(QUICK_BUDGET if opts.quick else BUDGET)
     quiet = opts.quiet
-
-    import trio
 
     workdir = tempfile.mkdtemp(prefix="icnd-objbench-")
     results: dict[str, Any] = {"cases": [], "daemon": ""}
@@ -738,7 +783,7 @@ def main(argv: list[str] | None = None) -> int:
                       + (f" ({case.error})" if case.error else ""), quiet)
         if "1-forwarder" in cases:
             try:
-                trio.run(run_one_forwarder, opts, workdir, blob, digest, budget, results)
+                run_trio(run_one_forwarder, opts, workdir, blob, digest, budget, results)
             except Exception as exc:
                 msg = f"{type(exc).__name__}: {exc}"
                 C.log(f"1-forwarder: FAILED: {msg}", quiet)
@@ -746,7 +791,7 @@ def main(argv: list[str] | None = None) -> int:
                     results["cases"].append(Case("1-forwarder", opts.segment_size, error=msg))
         if "3-forwarders" in cases:
             try:
-                trio.run(run_three_forwarders, opts, blob, digest, budget, results)
+                run_trio(run_three_forwarders, opts, blob, digest, budget, results)
             except Exception as exc:
                 msg = f"{type(exc).__name__}: {exc}"
                 C.log(f"3-forwarders: FAILED: {msg}", quiet)
@@ -756,9 +801,9 @@ def main(argv: list[str] | None = None) -> int:
         if opts.profile or opts.py_spy:
             try:
                 if opts.profile:
-                    trio.run(run_profile, opts, workdir, blob, digest, False)
+                    run_trio(run_profile, opts, workdir, blob, digest, False)
                 if opts.py_spy:
-                    trio.run(run_profile, opts, workdir, blob, digest, True)
+                    run_trio(run_profile, opts, workdir, blob, digest, True)
             except Exception as exc:
                 C.log(f"profile: FAILED: {type(exc).__name__}: {exc}", quiet)
     finally:

@@ -181,6 +181,8 @@ def build_config(args: argparse.Namespace) -> NodeConfig:
         cfg.socket = args.socket
     if args.listen is not None:
         cfg.listen = list(args.listen)
+    if args.ndn_listen is not None:
+        cfg.ndn_listen = list(args.ndn_listen)
     if args.face is not None:
         cfg.faces = list(args.face)
     if args.route is not None:
@@ -662,6 +664,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--listen", metavar="URI", action="append",
                      help="listen on udp://HOST:PORT or tcp://HOST:PORT; a bare HOST means UDP and TCP "
                      "on port 6363 (repeatable; default 0.0.0.0)")
+    run.add_argument("--ndn-listen", metavar="URI", action="append",
+                     help="listen for NDN applications (NDN TLV format, e.g. python-ndn) on unix:///path or "
+                     "tcp://HOST:PORT (repeatable; NFD's default is unix:///run/nfd/nfd.sock; see docs/ndn.md)")
     run.add_argument("--face", metavar="URI", action="append",
                      help="create a persistent face to URI at start-up (repeatable)")
     run.add_argument("--route", metavar="PREFIX=URI[,COST]", action="append",
@@ -726,7 +731,7 @@ def build_parser() -> argparse.ArgumentParser:
     command(strategy_sub, "list", cmd_strategy_list, "list strategy choices", parents=mgmt)
     p = command(strategy_sub, "set", cmd_strategy_set, "use strategy NAME for PREFIX", parents=mgmt)
     p.add_argument("prefix", metavar="PREFIX", type=_name_arg, help="name prefix")
-    p.add_argument("strategy", metavar="NAME", help="strategy name, e.g. best-route or multicast")
+    p.add_argument("strategy", metavar="NAME", help="strategy name: best-route, multicast or load-balance")
     p = command(strategy_sub, "unset", cmd_strategy_unset,
                 "remove the strategy choice at PREFIX (it inherits its parent's)", parents=mgmt)
     p.add_argument("prefix", metavar="PREFIX", type=_name_arg, help="name prefix")

@@ -13,6 +13,7 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .faces.uri import parse_face_uri
 from .name import Name
 
 
@@ -39,6 +40,7 @@ class NodeConfig:
     name: str = ""  # /node/NAME; default /node/<hostname>
     socket: str = ""  # local Unix socket; default per resolve_socket_path
     listen: list[str] = field(default_factory=list)
+    ndn_listen: list[str] = field(default_factory=list)  # NDN-format listeners (unix:///path, tcp://HOST:PORT)
     faces: list[str] = field(default_factory=list)
     routes: list[RouteSpec] = field(default_factory=list)
     functions: list[FunctionSpec] = field(default_factory=list)
@@ -76,7 +78,7 @@ def resolve_socket_path(explicit: str | None = None) -> str:
     return f"/tmp/icnd-{os.getuid()}.sock"
 
 
-_LIST_OF_STR = ("listen", "faces")
+_LIST_OF_STR = ("listen", "ndn_listen", "faces")
 
 
 def load(path: str) -> NodeConfig:
@@ -189,6 +191,13 @@ def validate(cfg: NodeConfig, origin: str = "<config>") -> None:
             Name(r.prefix)
         except ValueError as exc:
             raise ConfigError(f"{origin}: route prefix {r.prefix!r}: {exc}") from None
+    for uri in cfg.ndn_listen:
+        try:
+            parsed = parse_face_uri(uri)
+        except ValueError as exc:
+            raise ConfigError(f"{origin}: ndn_listen: {exc}") from None
+        if parsed.scheme not in ("unix", "tcp"):
+            raise ConfigError(f"{origin}: ndn_listen: {uri!r}: an NDN listener is unix:///path or tcp://HOST:PORT")
     if cfg.log_level.lower() not in LOG_LEVELS:
         raise ConfigError(f"{origin}: log_level must be one of {', '.join(LOG_LEVELS)}")
     for key in ("cs_capacity_mb", "repo_capacity_mb", "udp_idle_timeout_s"):

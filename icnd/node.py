@@ -11,6 +11,13 @@ The node is also a producer (the *internal face*): it serves its own prefix
 that applications published through it (`Repo`, persistent with a data
 directory).
 
+NDN faces (``--ndn-listen``, `icnd.ndn`): connections from unmodified NDN
+applications carry NDN TLV instead of msgpack.  They are not in `_senders`
+(so the native path is untouched): their packets are decoded by
+`_on_receive_ndn` and go out through their `NdnLink` (`_ndn_links`), which
+encodes to NDN (DigestSha256-signing Data) and echoes PIT tokens;
+``/localhost/nfd`` commands from them are answered by `NdnManagement`.
+
 Start-up is two-phase so that configuration errors and busy ports fail
 before anything runs: `bind()` opens every listener (raising `StartupError`
 with a one-line message), then `serve()` runs until cancelled and closes
@@ -19,6 +26,7 @@ every face and listener, removing the socket file, on the way out.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import logging
 import math
@@ -47,6 +55,7 @@ from .security import Ed25519Key, KeyChain
 log = logging.getLogger("icnd.node")
 
 INTERNAL_FACE = 1
+_NFD_SCOPES = (generic("localhost"), generic("localhop"))
 MGMT_PREFIX = (LOCALHOST, generic("icnd"))
 DEFAULT_PORT = 6363
 IDLE_SWEEP_INTERVAL = 30.0
@@ -74,6 +83,12 @@ class Node:
         # emulator's send when the face has emulated delay/loss/bandwidth
         self._senders: dict[int, Callable[[bytes], None]] = {}
         self.links: dict[int, tuple[ShapedSender, trio.CancelScope]] = {}
+        # face id -> NdnLink, for faces speaking the NDN format (not in _senders)
+        self._ndn_links: dict[int, Any] = {}
+        self._ndn_listeners: list = []
+        self._decode_ndn: Callable[[bytes], tuple[Any, Any]] | None = None
+        self._ndn_idle: Any = ()  # icnd.ndn.codec.IdlePacket once NDN is in use
+        self.ndn_mgmt: Any = None
         self._face_ids = itertools.count(INTERNAL_FACE + 1)
         self._listeners: list = []
         self._udp: list[UdpListener] = []
@@ -118,6 +133,8 @@ class Node:
             for uri in cfg.listen or ["0.0.0.0"]:
                 for expanded in _expand_listen(uri):
                     await self._listen(expanded)
+            for uri in cfg.ndn_listen:
+                await self._listen_ndn(uri)
         except BaseException:
             await self._close_listeners()
             raise
@@ -155,14 +172,57 @@ class Node:
         if isinstance(listener, UdpListener):
             self._udp.append(listener)
 
+    async def _listen_ndn(self, uri: str) -> None:
+        """A listener for NDN applications (`icnd.ndn.face`)."""
+        try:
+            parsed = parse_face_uri(uri)
+        except ValueError as exc:
+            raise StartupError(f"--ndn-listen: {exc}") from None
+        if parsed.scheme not in ("unix", "tcp"):
+            raise StartupError(f"--ndn-listen {uri}: expected unix:///path or tcp://HOST:PORT")
+        try:
+            from .ndn.codec import IdlePacket, decode_ndn
+            from .ndn.face import open_ndn_listener
+            from .ndn.management import NdnManagement
+        except ImportError as exc:
+            raise StartupError(f"--ndn-listen: NDN support is not available: {exc}") from None
+        self._decode_ndn = decode_ndn
+        self._ndn_idle = IdlePacket
+        if self.ndn_mgmt is None:
+            self.ndn_mgmt = NdnManagement(self)
+        if parsed.scheme == "unix":
+            directory = os.path.dirname(parsed.path)
+            try:
+                os.makedirs(directory, exist_ok=True)  # NFD's /run/nfd: creating it needs root
+            except OSError as exc:
+                raise StartupError(f"cannot listen on {uri}: cannot create {directory}: "
+                                   f"{exc.strerror or exc}") from None
+        try:
+            listener = await open_ndn_listener(parsed, on_new_face=self._on_new_face)
+        except OSError as exc:
+            hint = ""
+            if exc.errno == errno.EADDRINUSE and parsed.scheme == "tcp":
+                hint = (f" (icnd's own listeners use TCP {DEFAULT_PORT} unless told otherwise: move them, e.g. "
+                        f"--listen udp://0.0.0.0:{DEFAULT_PORT} --listen tcp://0.0.0.0:{DEFAULT_PORT + 1})")
+            raise StartupError(f"cannot listen on {uri}: {exc.strerror or exc}{hint}") from None
+        self._ndn_listeners.append(listener)
+
     def listen_uris(self) -> list[str]:
         return [listener.local_uri for listener in self._listeners]
 
+    def ndn_listen_uris(self) -> list[str]:
+        return [listener.local_uri for listener in self._ndn_listeners]
+
+    def ndn_link(self, face_id: int) -> Any:
+        """The `NdnLink` of an NDN face (None for a native face)."""
+        return self._ndn_links.get(face_id)
+
     async def _close_listeners(self) -> None:
-        for listener in self._listeners:
+        for listener in self._listeners + self._ndn_listeners:
             with trio.CancelScope(shield=True):
                 await listener.aclose()
         self._listeners.clear()
+        self._ndn_listeners.clear()
         self._udp.clear()
 
     # --- running ----------------------------------------------------------------------
@@ -172,7 +232,7 @@ class Node:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                for listener in self._listeners:
+                for listener in self._listeners + self._ndn_listeners:
                     nursery.start_soon(listener.run)
                 nursery.start_soon(self._timer_loop)
                 nursery.start_soon(self._idle_sweep)
@@ -181,7 +241,8 @@ class Node:
                 if self._functions:
                     await self._start_function_host(nursery)
                 self.started_at = time.time()
-                log.info("node %s ready on %s", self.name, ", ".join(self.listen_uris()))
+                log.info("node %s ready on %s", self.name, ", ".join(self.listen_uris() + [
+                    f"{uri} (NDN)" for uri in self.ndn_listen_uris()]))
                 self.ready.set()
                 task_status.started(self)
         finally:
@@ -246,18 +307,28 @@ class Node:
         assert self._nursery is not None, "node is not running"
         face.id = next(self._face_ids)
         self.faces[face.id] = face
-        self._senders[face.id] = face.send
+        on_receive = self._on_receive
+        if getattr(face, "wire_format", "icnd") == "ndn":
+            from .ndn.face import NdnLink
+
+            self._ndn_links[face.id] = NdnLink(face)
+            on_receive = self._on_receive_ndn
+        else:
+            self._senders[face.id] = face.send
         self.fw.add_face(face.id, local=face.local)
-        self._nursery.start_soon(self._run_face, face)
+        self._nursery.start_soon(self._run_face, face, on_receive)
         log.debug("face %d up: %s", face.id, face.remote_uri)
         return face
 
-    async def _run_face(self, face: Face) -> None:
+    async def _run_face(self, face: Face, on_receive: Callable[[Face, bytes], None]) -> None:
         try:
-            await face.run(self._on_receive)
+            await face.run(on_receive)
         finally:
             self.faces.pop(face.id, None)
             self._senders.pop(face.id, None)
+            ndn = self._ndn_links.pop(face.id, None)
+            if ndn is not None:
+                ndn.forget()
             link = self.links.pop(face.id, None)
             if link is not None:
                 link[1].cancel()
@@ -336,6 +407,51 @@ class Node:
             return
         self._dispatch(self.fw.on_packet(face.id, packet, trio.current_time()))
 
+    def _on_receive_ndn(self, face: Face, wire: bytes) -> None:
+        """A packet from an NDN face: NDN TLV, translated to icnd's model."""
+        assert self._decode_ndn is not None
+        try:
+            packet, lp = self._decode_ndn(wire)
+        except DecodeError as exc:
+            if isinstance(exc, self._ndn_idle):  # an NDNLPv2 IDLE packet: nothing to deliver
+                return
+            face.counters.decode_errors += 1
+            self.fw.counters.decode_errors += 1
+            log.debug("face %d: dropped malformed NDN packet: %s", face.id, exc)
+            return
+        link = self._ndn_links.get(face.id)
+        if link is None:
+            return
+        kind = type(packet)
+        if kind is Interest:
+            comps = packet.name.comps
+            if comps and comps[0] in _NFD_SCOPES and self._ndn_command(face, link, packet, lp):
+                return
+            link.on_interest(packet, lp.pit_token)
+        elif kind is Data:
+            link.in_data += 1
+        else:
+            packet = link.on_nack(packet)
+        self._dispatch(self.fw.on_packet(face.id, packet, trio.current_time()))
+
+    def _ndn_command(self, face: Face, link: Any, interest: Interest, lp: Any) -> bool:
+        """Answer ``/localhost/nfd`` (local faces) and ``/localhop/nfd``; False: not one of those."""
+        from .ndn.management import LOCALHOST_NFD, is_nfd_name
+
+        comps = interest.name.comps
+        if not is_nfd_name(comps) or (comps[:2] == LOCALHOST_NFD and not face.local):
+            return False  # the forwarder refuses /localhost from non-local faces
+        self.mgmt_commands += 1
+        link.in_interests += 1
+        try:
+            data = self.ndn_mgmt.handle(face, interest)
+        except Exception:  # a bug must not kill the node
+            log.exception("NDN management command %s failed", interest.name)
+            return True
+        if data is not None:
+            link.reply(data, lp.pit_token)
+        return True
+
     def _dispatch(self, actions) -> None:
         internal: list[Interest] = []
         senders = self._senders
@@ -346,6 +462,10 @@ class Node:
                     send(encode(packet))
                 elif face_id == INTERNAL_FACE and type(packet) is Interest:
                     internal.append(packet)
+                else:
+                    ndn = self._ndn_links.get(face_id)
+                    if ndn is not None:
+                        ndn.send(packet)
             if not internal:
                 break
             interest = internal.pop()
@@ -414,7 +534,11 @@ class Node:
         sender = ShapedSender(model, face.send)
         scope = trio.CancelScope()
         self.links[face_id] = (sender, scope)
-        self._senders[face_id] = sender.send
+        ndn = self._ndn_links.get(face_id)
+        if ndn is not None:
+            ndn.transmit = sender.send
+        else:
+            self._senders[face_id] = sender.send
 
         async def run_sender() -> None:
             with scope:
@@ -463,6 +587,7 @@ class Node:
             "pid": os.getpid(),
             "socket": os.path.abspath(self.socket_path),
             "listen": self.listen_uris(),
+            "ndn_listen": self.ndn_listen_uris(),
             "key": self.key.name.to_uri() if self.key is not None and self.key.name is not None else None,
             "counters": counters,
             "tables": tables,

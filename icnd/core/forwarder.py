@@ -21,6 +21,10 @@ Pipelines (read in this order):
   -> strategy (try another hop, or pass the least severe reason down).
 - Expiry: `on_interest_expiry` from the one timer heap when the last
   in-record has expired; nonces go to the dead-nonce list.
+- Observing strategies (``Strategy.observes``, e.g. load-balance) also hear
+  of satisfied entries (`after_receive_data`), expired ones
+  (`on_interest_timeout`) and dead faces (`on_face_down`); while no prefix
+  uses one, this costs one flag test per Data and per expiry.
 - Reflexive forwarding (rules in `icnd.core.reflexive`): a name with an
   ``rnp=`` component leaves the Interest pipeline at the Content Store miss
   (it cannot hit: Data with an RNP is never cached) or at the PIT match for
@@ -70,7 +74,8 @@ UNCACHED_TYPES = frozenset({ContentType.NACK, ContentType.ERROR, ContentType.THU
 # (components compare by type byte first): the one reflexive test per packet.
 RNP_MIN = bytes((T_RNP,))
 # Strategies that may send one Interest to several next hops; trigger
-# Interests use best-route instead (one host per call).
+# Interests use best-route instead (one host per call).  load-balance sends
+# every Interest to exactly one hop, so trigger Interests use it as it is.
 MULTIPATH_STRATEGIES = frozenset({"multicast"})
 
 
@@ -154,6 +159,7 @@ class Forwarder:
         self.faces.pop(face, None)
         self.fib.remove_face(face)
         self.rf.remove_face(face)
+        self.strategies.face_down(face)
         for entry in list(self.pit):
             if face in entry.in_records:
                 self.pit.remove_in_record(entry, face)
@@ -379,6 +385,10 @@ class Forwarder:
             self._schedule_expiry(entry)
             return
         self.counters.pit_expired += 1
+        if self.strategies.observed:
+            strategy = self.strategies.find(entry.comps)
+            if strategy.observes:
+                strategy.on_interest_timeout(self, entry, now)
         self._finish(entry, now)
 
     # --- Reflexive forwarding (the rules: icnd.core.reflexive) -------------------------
@@ -590,6 +600,12 @@ class Forwarder:
                         sent.add(down)
                         out.append(Send(down, data))
             c.data_out += len(sent)
+        if self.strategies.observed:
+            find = self.strategies.find
+            for entry in entries:
+                strategy = find(entry.comps)
+                if strategy.observes:
+                    strategy.after_receive_data(self, entry, face, now)
         for entry in entries:
             c.pit_satisfied += 1
             if cached and not (short_fresh and entry.interest.must_be_fresh):

@@ -22,7 +22,9 @@ live in the work directory, and links are emulated in user space through the
 faces (``face link``: delay, loss and, in process mode, bandwidth; each side
 shapes its own outgoing direction, with deterministic seeds).  Routes are the
 ones `derive_routes` computes, installed with ``route add`` toward each
-neighbour's face.
+neighbour's face.  Every function prefix the derivation routes gets the
+``load-balance`` strategy on every node (``strategy set``), so calls spread
+over the hosts by measured RTT and load.
 
 Readiness is checked, never slept for: the launcher polls each node's
 ``status`` over its socket until it answers (or the node exits, or the
@@ -87,7 +89,14 @@ STATE_FORMAT = 1
 READY_TIMEOUT = 20.0
 STOP_TIMEOUT = 5.0
 COMMAND_TIMEOUT = 10.0
+FUNCTION_STRATEGY = "load-balance"  # on every node, for every routed function prefix
 MAX_SOCKET_PATH = 107  # sizeof(sun_path) - 1
+
+
+def function_route_prefixes(spec: TopologySpec, routes: Mapping[str, list[Route]]) -> list[str]:
+    """The function prefixes (``/fn/NAME``) some node has derived routes for, sorted."""
+    functions = {p for node in spec.nodes.values() for p in node.function_prefixes}
+    return sorted({r.prefix for node_routes in routes.values() for r in node_routes if r.prefix in functions})
 
 
 class LaunchError(Error):
@@ -320,6 +329,7 @@ class Network:
         self.log_level = log_level
         self.ready_timeout = ready_timeout
         self.routes: dict[str, list[Route]] = derive_routes(spec)
+        self.function_prefixes: list[str] = function_route_prefixes(spec, self.routes)
         self._nodes = {
             name: NodeHandle(
                 name, workdir,
@@ -635,6 +645,12 @@ class Network:
             )
 
     async def _install_routes(self, client: Client, node: str, via: str | None = None) -> None:
+        """Install `node`'s routes (only those through `via` if given); a full
+        install also sets the function prefixes' strategy first."""
+        if via is None:
+            for prefix in self.function_prefixes:
+                await client.command("strategy", "set", prefix=prefix, strategy=FUNCTION_STRATEGY,
+                                     timeout=COMMAND_TIMEOUT)
         for route in self.routes[node]:
             if via is not None and route.via != via:
                 continue

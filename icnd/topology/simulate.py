@@ -28,7 +28,11 @@ What gets built, for a `TopologySpec` (or the path of a topology file):
   one up (`RouteOracle`), which gives exactly the FIB entries ``"full"``
   would for every name the simulation meets, at a fraction of the cost;
   ``"auto"`` (default) is ``"full"`` up to `FULL_ROUTES_MAX_NODES` nodes,
-  else ``"lazy"``.
+  else ``"lazy"``;
+- as the launcher does, the ``load-balance`` strategy on every node for
+  every function prefix that gets derived routes (``"full"`` and
+  ``"destinations"``; ``"lazy"`` derives only node prefixes), set again on a
+  restarted node.
 
 Fetches behave like ``icnd fetch`` (the client library): a new consumer
 face per fetch (left open afterwards: closing it would only tidy tables,
@@ -97,11 +101,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.fib import Fib
+from ..core.forwarder import Forwarder
 from ..faces.link import LinkParams as LinkModelParams
 from ..name import Name
 from ..packet import DEFAULT_HOP_LIMIT, Data, Interest, Nack, NackReason
 from ..security import make_data
 from ..sim import Fetch, SimApp, SimNetwork, SimNode
+from .launch import FUNCTION_STRATEGY, function_route_prefixes
 from .routes import RouteOracle, derive_routes
 from .spec import TopologySpec, load, node_prefix, parse
 
@@ -433,6 +439,7 @@ class _Run:
         self.steps_done: list[dict[str, Any]] = []
         self.plain_started = 0
         self.step_fetches_started = 0
+        self.function_prefixes: list[Name] = []  # set to FUNCTION_STRATEGY on every (restarted) node
 
     def name_for(self, dst: str, obj: str | None) -> Name:
         return Name(f"{node_prefix(dst)}/{_object_suffix(obj) if obj is not None else self.object_name}")
@@ -506,6 +513,7 @@ class _Run:
                 net.kill(step.nodes[0])
             elif step.action == "restart":
                 net.restart(step.nodes[0])
+                _set_strategies(net.nodes[step.nodes[0]].fw, self.function_prefixes)
             elif step.action == "cut":
                 net.cut(*step.nodes)
             elif step.action == "heal":
@@ -583,12 +591,13 @@ def simulate(
     faces = {name: {peer.name: face for face, (_, peer, _) in node.peers.items()}
              for name, node in net.nodes.items()}
     route_clock = [0.0]
-    _install_routes(spec, net, faces, routes, plain, steps, route_clock)
+    function_prefixes = _install_routes(spec, net, faces, routes, plain, steps, route_clock)
     for name, node in net.nodes.items():
         _Producer(SimApp(node), Name(node_prefix(name)), object_size)
 
     run = _Run(net, timeout_s=timeout_s, retx_s=retx_s, hop_limit=hop_limit,
                object_name=_object_suffix(object_name))
+    run.function_prefixes = function_prefixes
     run.outstanding = len(plain) + len(steps)
     for step in steps:
         run.schedule(step)
@@ -639,16 +648,22 @@ def _never_started(run: _Run, plain: list[tuple[str, str, str | None]], steps: l
 
 
 def _install_routes(spec: TopologySpec, net: SimNetwork, faces: dict[str, dict[str, int]], mode: str,
-                    plain: list[tuple[str, str, str | None]], steps: list[Step], clock: list[float]) -> None:
+                    plain: list[tuple[str, str, str | None]], steps: list[Step], clock: list[float]) -> list[Name]:
+    """Install the routes; returns the function prefixes given `FUNCTION_STRATEGY`."""
     t0 = time.perf_counter()
     try:
-        _install(spec, net, faces, mode, plain, steps, clock)
+        return _install(spec, net, faces, mode, plain, steps, clock)
     finally:
         clock[0] += time.perf_counter() - t0
 
 
+def _set_strategies(fw: Forwarder, prefixes: list[Name]) -> None:
+    for prefix in prefixes:
+        fw.strategies.set(prefix, FUNCTION_STRATEGY)
+
+
 def _install(spec: TopologySpec, net: SimNetwork, faces: dict[str, dict[str, int]], mode: str,
-             plain: list[tuple[str, str, str | None]], steps: list[Step], clock: list[float]) -> None:
+             plain: list[tuple[str, str, str | None]], steps: list[Step], clock: list[float]) -> list[Name]:
     if mode == "lazy":
         oracle = RouteOracle(spec)
         prefixes = {}
@@ -658,7 +673,7 @@ def _install(spec: TopologySpec, net: SimNetwork, faces: dict[str, dict[str, int
             prefixes[pname.comps[1]] = (prefix, pname)
         for name, node in net.nodes.items():
             node.fw.fib = _LazyFib(name, oracle, faces[name], prefixes, clock)
-        return
+        return []
     if mode == "full":
         table = derive_routes(spec)
     else:
@@ -673,6 +688,10 @@ def _install(spec: TopologySpec, net: SimNetwork, faces: dict[str, dict[str, int
             if prefix is None:
                 prefix = names[route.prefix] = Name(route.prefix)
             fw.add_route(prefix, toward[route.via], route.cost)
+    functions = [names[p] for p in function_route_prefixes(spec, table)]
+    for node in net.nodes.values():
+        _set_strategies(node.fw, functions)
+    return functions
 
 
 # --------------------------------------------------------------------------- output

@@ -85,11 +85,12 @@ def test_dumbbell_has_one_bottleneck() -> None:
     assert all(link.bandwidth_mbps == 0 for link in spec.links if link is not bottleneck)
 
 
-def test_default_has_demo_group_and_no_functions() -> None:
+def test_default_has_demo_group_and_two_hosts_of_matmul() -> None:
     spec = load(TOPOLOGIES / "default.toml")
     assert 4 <= len(spec.nodes) <= 8
     assert len(spec.groups["demo"].members) >= 3
-    assert all(not node.functions for node in spec.nodes.values())
+    hosts = [n.name for n in spec.nodes.values() if "/fn/matmul" in n.function_prefixes]
+    assert len(hosts) == 2  # the demo spreads calls over two hosts
 
 
 # ------------------------------------------------------------------ valid input

@@ -1,0 +1,40 @@
+"""NDN interoperability: the NDN v0.3 / NDNLPv2 wire format and NFD management.
+
+- `icnd.ndn.tlv`: VAR-NUMBER / TLV primitives and stream framing.
+- `icnd.ndn.codec`: `decode_ndn` / `encode_ndn` between NDN packets and icnd
+  `Interest` / `Data` / `Nack` (see its docstring for every mapping decision).
+- `icnd.ndn.nfdmgmt`: ControlParameters, ControlResponse and command parsing
+  for ``/localhost/nfd/rib/register`` and friends.
+"""
+
+from .codec import (
+    IdlePacket,
+    LpInfo,
+    NdnNameMap,
+    NdnSignatureInfo,
+    SignedInterestInfo,
+    decode_ndn,
+    default_name_map,
+    encode_ndn,
+    encode_ndn_nack,
+)
+from .nfdmgmt import ControlParameters, ControlResponse, parse_command
+from .tlv import MAX_NDN_PACKET, frame_length, is_critical
+
+__all__ = [
+    "MAX_NDN_PACKET",
+    "ControlParameters",
+    "ControlResponse",
+    "IdlePacket",
+    "LpInfo",
+    "NdnNameMap",
+    "NdnSignatureInfo",
+    "SignedInterestInfo",
+    "decode_ndn",
+    "default_name_map",
+    "encode_ndn",
+    "encode_ndn_nack",
+    "frame_length",
+    "is_critical",
+    "parse_command",
+]

@@ -1,0 +1,263 @@
+"""The subset of NFD management that NDN applications need from icnd.
+
+NDN applications speak to their forwarder under ``/localhost/nfd``.  icnd
+answers, for Interests arriving on NDN faces (`icnd.ndn.face`):
+
+- ``rib/register`` and ``rib/unregister`` commands, in both forms python-ndn
+  and ndn-cxx send: the v0.3 signed Interest
+  (``/localhost/nfd/rib/register/<ControlParameters>/params-sha256=…``) and
+  the older 4-component command Interest (timestamp, nonce, SignatureInfo,
+  SignatureValue as extra components); parsing is
+  `icnd.ndn.nfdmgmt.parse_command`.  A registration adds a FIB route for the
+  prefix toward the requesting face (or the FaceId given) with the given
+  cost; unregister removes it; a face's routes go when the face closes
+  (`Forwarder.on_face_down`).  Signatures are not checked: as in NFD's
+  default configuration, any command arriving on a *local* face is accepted.
+- the status datasets ``status/general`` and ``faces/list``, versioned and
+  segmented as NFD publishes them (``/…/v=<ms>/seg=<n>`` with FinalBlockId),
+  enough for ``nfd-status``-style monitoring.
+
+Every command is answered with a Data named exactly like the Interest whose
+content is a ControlResponse: status code, text and *always* a
+ControlParameters body (python-ndn fails on a response without one), on
+errors too: 400 malformed, 403 not allowed (``/localhop`` remote
+registration), 404 unknown command, 410 no such face, 500 table full.
+
+The answers are plain `Data` in icnd's model; the NDN face's encoder signs
+them with DigestSha256 when they leave.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from .. import __version__
+from ..core.fib import TableFull
+from ..faces import Face
+from ..name import Name, generic, segment, version
+from ..packet import Data, Interest
+from .tlv import encode_tlv, nni_tlv
+
+if TYPE_CHECKING:
+    from ..node import Node
+
+log = logging.getLogger("icnd.ndn.mgmt")
+
+LOCALHOST_NFD = (generic("localhost"), generic("nfd"))
+LOCALHOP_NFD = (generic("localhop"), generic("nfd"))
+ROUTE_ORIGIN_APP = 0
+ROUTE_FLAG_CHILD_INHERIT = 1
+ROUTE_FLAG_CAPTURE = 2
+DATASET_SEGMENT = 7000  # bytes of dataset per segment, well inside 8800-byte packets
+DATASET_KEEP = 8  # versions of each dataset kept for fetching its later segments
+DATASET_FRESHNESS_MS = 1000
+COMMAND_FRESHNESS_MS = 1000
+
+# NFD management TLV numbers (ndn-cxx encoding/tlv-nfd.hpp)
+T_FACE_STATUS = 0x80
+T_FACE_ID = 0x69
+T_URI = 0x72
+T_LOCAL_URI = 0x81
+T_FACE_SCOPE = 0x84
+T_FACE_PERSISTENCY = 0x85
+T_LINK_TYPE = 0x86
+T_N_IN_INTERESTS = 0x90
+T_N_IN_DATA = 0x91
+T_N_OUT_INTERESTS = 0x92
+T_N_OUT_DATA = 0x93
+T_N_IN_BYTES = 0x94
+T_N_OUT_BYTES = 0x95
+T_N_IN_NACKS = 0x97
+T_N_OUT_NACKS = 0x98
+T_FLAGS = 0x6C
+T_NFD_VERSION = 0x80
+T_START_TIMESTAMP = 0x81
+T_CURRENT_TIMESTAMP = 0x82
+T_N_NAME_TREE_ENTRIES = 0x83
+T_N_FIB_ENTRIES = 0x84
+T_N_PIT_ENTRIES = 0x85
+T_N_MEASUREMENTS_ENTRIES = 0x86
+T_N_CS_ENTRIES = 0x87
+T_N_SATISFIED_INTERESTS = 0x99
+T_N_UNSATISFIED_INTERESTS = 0x9A
+
+
+class CommandFailed(Exception):
+    def __init__(self, code: int, text: str) -> None:
+        super().__init__(text)
+        self.code = code
+
+
+def is_nfd_name(comps: tuple[bytes, ...]) -> bool:
+    """``/localhost/nfd/...`` or ``/localhop/nfd/...``: answered by `NdnManagement`."""
+    return len(comps) > 2 and (comps[:2] == LOCALHOST_NFD or comps[:2] == LOCALHOP_NFD)
+
+
+class NdnManagement:
+    """Answers ``/localhost/nfd`` Interests from NDN faces; synchronous (no I/O)."""
+
+    def __init__(self, node: "Node") -> None:
+        from . import nfdmgmt
+
+        self.node = node
+        self._nfd = nfdmgmt
+        self._datasets: dict[str, dict[int, list[bytes]]] = {}
+        self.commands = 0
+        self.datasets = {
+            ("status", "general"): self._status_general,
+            ("faces", "list"): self._faces_list,
+        }
+
+    def handle(self, face: Face, interest: Interest) -> Data | None:
+        """The answer to a management Interest (None: no answer)."""
+        comps = interest.name.comps
+        try:
+            module = comps[2][1:].decode()
+            verb = comps[3][1:].decode() if len(comps) > 3 else ""
+        except UnicodeDecodeError:
+            module = verb = ""
+        dataset = self.datasets.get((module, verb)) if comps[:2] == LOCALHOST_NFD else None
+        if dataset is not None:
+            return self._dataset(f"{module}/{verb}", interest, dataset)
+        self.commands += 1
+        return self._command(face, interest)
+
+    # --- commands -------------------------------------------------------------------
+    def _command(self, face: Face, interest: Interest) -> Data:
+        nfd = self._nfd
+        params = None
+        try:
+            if interest.name.comps[:2] == LOCALHOP_NFD:
+                raise CommandFailed(403, "remote prefix registration (/localhop) is not enabled")
+            try:
+                module, verb, params = nfd.parse_command(interest)
+            except ValueError as exc:
+                raise CommandFailed(400, f"malformed command: {exc}") from None
+            if (module, verb) == ("rib", "register"):
+                params = self._register(face, params)
+            elif (module, verb) == ("rib", "unregister"):
+                params = self._unregister(face, params)
+            else:
+                raise CommandFailed(404, f"unsupported command {module}/{verb}")
+            response = nfd.ControlResponse(200, "OK", params)
+        except CommandFailed as exc:
+            log.debug("face %d: %s: %d %s", face.id, interest.name, exc.code, exc)
+            response = nfd.ControlResponse(exc.code, str(exc), params if params is not None else nfd.ControlParameters())
+        return Data(interest.name, response.encode(), freshness_ms=COMMAND_FRESHNESS_MS)
+
+    def _target_face(self, face: Face, params) -> int:  # type: ignore[no-untyped-def]
+        face_id = params.face_id or face.id  # 0 or absent: the requesting face
+        if face_id != face.id and face_id not in self.node.faces:
+            raise CommandFailed(410, f"no face {face_id}")
+        return face_id
+
+    def _register(self, face: Face, params):  # type: ignore[no-untyped-def]
+        if params.name is None:
+            raise CommandFailed(400, "rib/register needs a Name")
+        face_id = self._target_face(face, params)
+        cost = params.cost if params.cost is not None else 0
+        origin = params.origin if params.origin is not None else ROUTE_ORIGIN_APP
+        flags = params.flags if params.flags is not None else ROUTE_FLAG_CHILD_INHERIT
+        name = params.name
+        try:
+            self.node.fw.add_route(name, face_id, cost)
+        except TableFull as exc:
+            raise CommandFailed(500, str(exc)) from None
+        except ValueError as exc:
+            raise CommandFailed(400, f"cannot route {name}: {exc}") from None
+        log.info("face %d registered %s (route via face %d, cost %d)", face.id, name, face_id, cost)
+        return self._nfd.ControlParameters(name=params.name, face_id=face_id, origin=origin, cost=cost, flags=flags)
+
+    def _unregister(self, face: Face, params):  # type: ignore[no-untyped-def]
+        if params.name is None:
+            raise CommandFailed(400, "rib/unregister needs a Name")
+        face_id = self._target_face(face, params)
+        origin = params.origin if params.origin is not None else ROUTE_ORIGIN_APP
+        name = params.name
+        if self.node.fw.fib.remove(name, face_id):  # like NFD: unregistering nothing still succeeds
+            log.info("face %d unregistered %s (face %d)", face.id, name, face_id)
+        return self._nfd.ControlParameters(name=params.name, face_id=face_id, origin=origin)
+
+    # --- datasets -------------------------------------------------------------------
+    def _dataset(self, key: str, interest: Interest, build) -> Data | None:  # type: ignore[no-untyped-def]
+        comps = interest.name.comps
+        base = comps[:4]
+        rest = comps[4:]
+        versions = self._datasets.setdefault(key, {})
+        if not rest:  # a new version
+            ver = int(time.time() * 1000)
+            while ver in versions:
+                ver += 1
+            content = build()
+            versions[ver] = [content[i : i + DATASET_SEGMENT] for i in range(0, len(content), DATASET_SEGMENT)] or [b""]
+            while len(versions) > DATASET_KEEP:
+                del versions[next(iter(versions))]
+            seg = 0
+        else:
+            try:
+                if rest[0][0] != version(0)[0]:
+                    return None
+                ver = int.from_bytes(rest[0][1:], "big")
+                seg = int.from_bytes(rest[1][1:], "big") if len(rest) > 1 and rest[1][0] == segment(0)[0] else 0
+            except IndexError:
+                return None
+        segments = versions.get(ver)
+        if segments is None or seg >= len(segments):
+            return None
+        name = Name.from_wire(base + (version(ver), segment(seg)))
+        return Data(name, segments[seg], freshness_ms=DATASET_FRESHNESS_MS,
+                    final_block_id=segment(len(segments) - 1))
+
+    def _status_general(self) -> bytes:
+        node = self.node
+        c = node.fw.counters
+        tables = node.fw.table_sizes()
+        now_ms = int(time.time() * 1000)
+        return b"".join((
+            encode_tlv(T_NFD_VERSION, f"icnd {__version__}".encode()),
+            nni_tlv(T_START_TIMESTAMP, int(node.started_at * 1000)),
+            nni_tlv(T_CURRENT_TIMESTAMP, now_ms),
+            nni_tlv(T_N_NAME_TREE_ENTRIES, tables["fib_entries"] + tables["pit_entries"]),
+            nni_tlv(T_N_FIB_ENTRIES, tables["fib_entries"]),
+            nni_tlv(T_N_PIT_ENTRIES, tables["pit_entries"]),
+            nni_tlv(T_N_MEASUREMENTS_ENTRIES, 0),
+            nni_tlv(T_N_CS_ENTRIES, tables["cs_entries"]),
+            nni_tlv(T_N_IN_INTERESTS, c.interests_in),
+            nni_tlv(T_N_IN_DATA, c.data_in),
+            nni_tlv(T_N_IN_NACKS, c.nacks_in),
+            nni_tlv(T_N_OUT_INTERESTS, c.interests_out),
+            nni_tlv(T_N_OUT_DATA, c.data_out),
+            nni_tlv(T_N_OUT_NACKS, c.nacks_out),
+            nni_tlv(T_N_SATISFIED_INTERESTS, c.pit_satisfied),
+            nni_tlv(T_N_UNSATISFIED_INTERESTS, c.pit_expired),
+        ))
+
+    def _faces_list(self) -> bytes:
+        node = self.node
+        out = []
+        for face in sorted(node.faces.values(), key=lambda f: f.id):
+            link = node.ndn_link(face.id)
+            fc = face.counters
+            kinds = link.counts if link is not None else (0, 0, 0, 0, 0, 0)
+            uri = face.remote_uri if "://" in face.remote_uri else f"internal://{face.remote_uri}"
+            body = b"".join((
+                nni_tlv(T_FACE_ID, face.id),
+                encode_tlv(T_URI, uri.encode()),
+                encode_tlv(T_LOCAL_URI, face.local_uri.encode()),
+                nni_tlv(T_FACE_SCOPE, 1 if face.local else 0),
+                nni_tlv(T_FACE_PERSISTENCY, 0 if face.persistent else 1),  # persistent / on-demand
+                nni_tlv(T_LINK_TYPE, 0),  # point-to-point
+                nni_tlv(T_N_IN_INTERESTS, kinds[0]),
+                nni_tlv(T_N_IN_DATA, kinds[1]),
+                nni_tlv(T_N_IN_NACKS, kinds[2]),
+                nni_tlv(T_N_OUT_INTERESTS, kinds[3]),
+                nni_tlv(T_N_OUT_DATA, kinds[4]),
+                nni_tlv(T_N_OUT_NACKS, kinds[5]),
+                nni_tlv(T_N_IN_BYTES, fc.in_bytes),
+                nni_tlv(T_N_OUT_BYTES, fc.out_bytes),
+                nni_tlv(T_FLAGS, 0),
+            ))
+            out.append(encode_tlv(T_FACE_STATUS, body))
+        return b"".join(out)
