@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 from dataclasses import dataclass
 
 import msgpack
@@ -174,6 +175,23 @@ class SegmentBuilder:
         return new_data(name, content, int(ContentType.BLOB), self.freshness_ms, self._final,
                         int(SigType.DIGEST_SHA256), None, sig, wire)
 
+    def read(self, index: int, fd: int, offset: int, length: int, sig: bytes) -> Data:
+        """Like `build`, with the content read from `fd` straight into the
+        packet's buffer: one copy from the page cache, none afterwards (the
+        Data's content is a view of its wire bytes)."""
+        name, prefix = self._prefix(index, length)
+        tail = self._suffix + msgpack.packb(sig, use_bin_type=True)
+        start = len(prefix)
+        buffer = bytearray(start + length + len(tail))
+        buffer[:start] = prefix
+        view = memoryview(buffer)
+        got = os.preadv(fd, [view[start:start + length]], offset)
+        if got != length:
+            raise OSError(f"{name}: short read ({got} of {length} bytes)")
+        buffer[start + length:] = tail
+        return new_data(name, view[start:start + length], int(ContentType.BLOB), self.freshness_ms,
+                        self._final, int(SigType.DIGEST_SHA256), None, sig, buffer)
+
 
 def _bin_header(length: int) -> bytes:
     """msgpack's header for a bin of `length` bytes (what packb writes)."""
@@ -217,6 +235,10 @@ class RttEstimator:
 
     def back_off(self) -> None:
         self._backoff = min(self._backoff * 2, 64)
+
+    def reset_backoff(self) -> None:
+        """An answer arrived (even to a retransmission): the path works again."""
+        self._backoff = 1
 
 
 class CongestionWindow:

@@ -267,10 +267,9 @@ class ObjectStore:
         start, end = manifest.segment_range(index)
         fd = os.open(obj.path, os.O_RDONLY)
         try:
-            content = os.pread(fd, end - start, start)
+            return obj.builder.read(index, fd, start, end - start, obj.sigs[32 * index : 32 * index + 32])
         finally:
             os.close(fd)
-        return obj.builder.build(index, content, obj.sigs[32 * index : 32 * index + 32])
 
     # --- removal -----------------------------------------------------------------------------
     def remove(self, name: Name) -> list[Manifest]:
