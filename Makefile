@@ -20,7 +20,13 @@ demo: $(STAMP)
 	$(BIN)/python -m icnd.demo
 
 bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	$(BIN)/python bench/core.py
+	$(BIN)/python bench/forward.py
+	$(BIN)/python bench/objects.py
+	$(BIN)/python bench/rmi.py
+	$(BIN)/python bench/ndn.py
+	$(BIN)/python bench/sim.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

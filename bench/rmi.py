@@ -309,7 +309,10 @@ async def asyncio_closed_loop(call: Callable[[], Awaitable[Any]], inflight: int,
     finally:
         for t in tasks:
             t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+    for outcome in outcomes:  # a worker that died of anything but the cancellation: a bug, not a number
+        if isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
+            raise outcome
     res.elapsed = duration
     res.cpu = _cpu_delta(cpu_at[1], cpu_at[0])
     return res
@@ -380,7 +383,8 @@ async def icnd_side(opts: Any) -> Side:
         side.distinct.counters = _delta(await _counters(c), before)
         p50, p99 = side.distinct.p()
         C.log(f"  sequential add(i, 0.5), distinct arguments: p50 {p50:.3f} ms, p99 {p99:.3f} ms "
-              f"over {len(side.distinct.samples)} calls" + _errors_note(side.distinct.errors) + _cpu_note(side.distinct), opts.quiet)
+              f"over {len(side.distinct.samples)} calls" + _errors_note(side.distinct.errors)
+              + _cpu_note(side.distinct), opts.quiet)
 
         before = await _counters(c)
         side.throughput = await trio_closed_loop(call12, opts.inflight, opts.warmup, opts.duration, pids)
@@ -416,28 +420,32 @@ def grpc_available() -> bool:
         return False
 
 
-def _invoke(request: bytes) -> bytes:
+def _make_invoke() -> Callable[[bytes], bytes]:
     """What the gRPC server does per call: decode the arguments, run add, encode the result."""
     import msgpack
 
     from apps.functions import add
     from icnd.compute.values import decode_value, encode_value
 
-    args = [decode_value(b) for b in msgpack.unpackb(request, raw=False, max_array_len=64)]
-    return encode_value(add(*args))
+    unpackb = msgpack.unpackb
+
+    def invoke(request: bytes) -> bytes:
+        args = [decode_value(b) for b in unpackb(request, raw=False, max_array_len=64)]
+        return encode_value(add(*args))
+
+    return invoke
 
 
 def grpc_server_main(kind: str, workers: int) -> None:
     """Child process: serve GRPC_PATH on 127.0.0.1 until SIGTERM; print 'READY <port>'."""
     import grpc
 
-    from apps.functions import add  # noqa: F401  (imported before READY, as the daemon does)
-
+    invoke = _make_invoke()  # imports the function before READY, as the daemon does
     if kind == "sync":
         import threading
         from concurrent.futures import ThreadPoolExecutor
 
-        handler = grpc.unary_unary_rpc_method_handler(lambda req, ctx: _invoke(req))  # raw bytes both ways
+        handler = grpc.unary_unary_rpc_method_handler(lambda req, ctx: invoke(req))  # raw bytes both ways
         server = grpc.server(ThreadPoolExecutor(max_workers=workers))
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(GRPC_SERVICE, {GRPC_METHOD: handler}),))
         port = server.add_insecure_port("127.0.0.1:0")
@@ -454,7 +462,7 @@ def grpc_server_main(kind: str, workers: int) -> None:
 
     async def run() -> None:
         async def handle(req: bytes, ctx: Any) -> bytes:
-            return _invoke(req)
+            return invoke(req)
 
         server = grpc.aio.server()
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
@@ -542,7 +550,8 @@ def _grpc_measure(opts: Any, side: Side, target: str, pids: dict[str, int]) -> N
         side.distinct = sequential(call_distinct, opts.distinct_calls, lambda i: opts.distinct_base + i + 0.5)
         p50, p99 = side.distinct.p()
         C.log(f"  sequential add(i, 0.5), distinct arguments: p50 {p50:.3f} ms, p99 {p99:.3f} ms "
-              f"over {len(side.distinct.samples)} calls" + _errors_note(side.distinct.errors) + _cpu_note(side.distinct), opts.quiet)
+              f"over {len(side.distinct.samples)} calls" + _errors_note(side.distinct.errors)
+              + _cpu_note(side.distinct), opts.quiet)
 
     async def load() -> Throughput:
         async with grpc.aio.insecure_channel(target) as channel:
@@ -622,7 +631,8 @@ class ProfiledPair:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.procs[node].poll() is not None:
-                raise RuntimeError(f"profiled daemon {node} exited: {C.tail(os.path.join(self.workdir, node + '.log'), 5)}")
+                log_tail = C.tail(os.path.join(self.workdir, node + ".log"), 5)
+                raise RuntimeError(f"profiled daemon {node} exited: {log_tail}")
             if os.path.exists(self.sockets[node]):
                 try:
                     status = C.command(self.sockets[node], "status", "get", timeout=2.0)
@@ -838,7 +848,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer calls, shorter throughput runs (~12 s)")
     ap.add_argument("--calls", type=int, help="sequential calls measured (default 1000, quick 300)")
-    ap.add_argument("--distinct-calls", type=int, help="sequential calls with distinct arguments (default 500, quick 150)")
+    ap.add_argument("--distinct-calls", type=int,
+                    help="sequential calls with distinct arguments (default 500, quick 150)")
     ap.add_argument("--warmup-calls", type=int, default=50, help="unmeasured calls first (default 50)")
     ap.add_argument("--inflight", type=int, default=64, help="concurrent callers of the throughput case (default 64)")
     ap.add_argument("--duration", type=float, help="measured seconds of the throughput case (default 5, quick 1.5)")

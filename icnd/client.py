@@ -281,7 +281,7 @@ class Client:
 
     @asynccontextmanager
     async def host(self, functions: dict[str, Callable[..., Any]], *, allow: dict[str, list[str]] | None = None,
-                   max_jobs: int = 8, workers: int = 4) -> AsyncIterator[Any]:
+                   max_jobs: int = 32, workers: int = 4) -> AsyncIterator[Any]:
         """Serve named functions from this process while the block runs:
         ``{"/fn/double": double}``; ``allow`` maps a prefix to the key-name
         prefixes allowed to call it (default: any validly signed caller)."""

@@ -52,7 +52,7 @@ class NodeConfig:
     pit_max_entries: int = 100_000
     udp_idle_timeout_s: float = 600.0
     function_workers: int = 4  # threads running synchronous hosted functions
-    function_max_jobs: int = 8  # calls handshaked or running at once; beyond: Nack no-resources
+    function_max_jobs: int = 32  # calls handshaked or running at once; beyond: Nack no-resources
     function_max_arg_mb: float = 64.0
     function_retention_s: float = 60.0  # how long a finished result stays fetchable
     default_strategy: str = "best-route"

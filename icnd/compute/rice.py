@@ -75,7 +75,7 @@ MAX_BUSY_BACKOFF = 1.0
 
 @dataclass(frozen=True)
 class HostLimits:
-    max_jobs: int = 8  # calls being handshaked or run at once; beyond: Nack no-resources
+    max_jobs: int = 32  # calls being handshaked or run at once; beyond: Nack no-resources
     max_arg_bytes: int = 64 * 1024 * 1024
     retention: float = 60.0  # seconds a finished result stays fetchable
     max_tombstones: int = 10_000
