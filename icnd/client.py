@@ -265,19 +265,22 @@ class Client:
 
     # --- named functions ---------------------------------------------------------------------
     async def call(self, fn: NameLike, *args: Any, timeout: float = 60.0, pure: bool = False,
-                   lifetime: float = 4.0) -> Any:
+                   lifetime: float = 4.0, reflexive: bool = False) -> Any:
         """Invoke the named function `fn` with `args` (RICE: the host pulls the
         arguments over reflexive forwarding, long work comes back as a thunk).
 
         ``pure=True`` names the call by the digest of its arguments so that
         Content Stores can answer equal calls (for `icnd.function(pure=True)`).
         `lifetime` is the trigger Interest's lifetime: work that takes longer
-        comes back as a thunk.  Raises RemoteError (the function raised or
+        comes back as a thunk.  Arguments up to 8 KiB (encoded) ride in the
+        signed trigger itself (one round trip); larger ones, or any with
+        ``reflexive=True``, are pulled by the host over reflexive forwarding.  Raises RemoteError (the function raised or
         refused), Unauthorized, Nacked (e.g. no-route: nobody serves `fn`),
         Timeout."""
         from .compute.rice import call
 
-        return await call(self, Name(fn), args, timeout=timeout, pure=pure, lifetime=lifetime)
+        return await call(self, Name(fn), args, timeout=timeout, pure=pure, lifetime=lifetime,
+                          reflexive=reflexive)
 
     @asynccontextmanager
     async def host(self, functions: dict[str, Callable[..., Any]], *, allow: dict[str, list[str]] | None = None,

@@ -235,6 +235,10 @@ class Ed25519Key(SigningKey):
     def _signature(self, portion: bytes) -> bytes:
         return self._private.sign(portion)
 
+    def sign_bytes(self, message: bytes) -> bytes:
+        """An Ed25519 signature over arbitrary bytes (e.g. a call's proof of identity)."""
+        return self._private.sign(message)
+
     def to_bytes(self) -> bytes:
         return msgpack.packb(
             {"type": _KEY_FILE_TYPE, "name": self.name.comps, "sk": self._private.private_bytes_raw()},

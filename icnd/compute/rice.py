@@ -36,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+import time
 from collections import OrderedDict
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -69,6 +70,8 @@ INLINE_BUDGET = 0.2  # a result ready this fast comes back in the trigger Data
 INLINE_MAX = 256 * 1024  # larger results always go through a thunk (as an object)
 MAX_ARGS = 64
 MAX_POLL_WAIT = 5.0
+SMALL_CALL_MAX = 8 * 1024  # encoded arguments up to this ride in the trigger (one round trip)
+MAX_CLOCK_SKEW = 120.0  # seconds: a small call's signed timestamp must be this fresh
 BUSY_BACKOFF = 0.05  # first wait after every host said no-resources; doubles, with jitter
 MAX_BUSY_BACKOFF = 1.0
 
@@ -99,7 +102,8 @@ def remote_error(data: Data) -> Error:
 
 # --- the caller ---------------------------------------------------------------------------
 async def call(client: "Client", fn: Name, args: tuple, *, timeout: float, pure: bool,
-               lifetime: float = TI_LIFETIME, segment_size: int = DEFAULT_SEGMENT_SIZE) -> Any:
+               lifetime: float = TI_LIFETIME, segment_size: int = DEFAULT_SEGMENT_SIZE,
+               reflexive: bool = False) -> Any:
     encoded = [encode_value(a) for a in args]
     if len(encoded) > MAX_ARGS:
         raise ValueError(f"at most {MAX_ARGS} arguments")
@@ -112,9 +116,40 @@ async def call(client: "Client", fn: Name, args: tuple, *, timeout: float, pure:
 
                 if len(params) <= MAX_PUBLISH_CONTENT:
                     return await _pure_call(client, fn, params, deadline, lifetime)
+            if not reflexive and sum(len(b) for b in encoded) <= SMALL_CALL_MAX:
+                return await _small_call(client, fn, encoded, deadline, lifetime)
             return await _rice_call(client, fn, encoded, segment_size, deadline, lifetime)
     except trio.TooSlowError:
         raise Timeout(f"{fn}: no result within {timeout:g}s") from None
+
+
+def _call_proof(base: Name, ts: int, encoded: list[bytes]) -> bytes:
+    """What a small call's signature covers: the call's name (function + call-id),
+    the caller's clock (ms) and the encoded arguments."""
+    return msgpack.packb([base.to_uri(), ts, encoded], use_bin_type=True)
+
+
+async def _small_call(client: "Client", fn: Name, encoded: list[bytes], deadline: float, lifetime: float) -> Any:
+    """Small arguments ride in the trigger itself, with the caller's signature:
+    one round trip instead of the reflexive handshake (the result still comes
+    back inline or as a thunk)."""
+    key = client.call_key()
+    base = fn.append_wire(generic(secrets.token_bytes(16)))
+    ts = time.time_ns() // 1_000_000
+    params = msgpack.packb({"args": encoded, "ts": ts, "pub": key.public_bytes(), "key": key.name.to_uri(),
+                            "sig": key.sign_bytes(_call_proof(base, ts, encoded))}, use_bin_type=True)
+    interest = Interest.with_params(base, params, lifetime_ms=int(lifetime * 1000))
+    backoff = BUSY_BACKOFF
+    while True:
+        try:
+            data = await client.express(interest, timeout=max(deadline - trio.current_time(), 0.01), retx=lifetime)
+            return await _result(client, data, deadline)
+        except Nacked as exc:
+            if exc.reason not in ("no-resources", "congestion"):
+                raise
+        await trio.sleep(backoff * (0.5 + secrets.randbelow(1000) / 1000))
+        backoff = min(backoff * 2, MAX_BUSY_BACKOFF)
+        interest = interest.forwarded(interest.hop_limit, nonce=Interest(base).nonce)
 
 
 async def _pure_call(client: "Client", fn: Name, params: bytes, deadline: float, lifetime: float) -> Any:
@@ -284,7 +319,8 @@ class FunctionHost:
         rest = interest.name.comps[len(fn.prefix):]
         if len(rest) == 1 and rest[0][0] == T_PARAMS and interest.app_params is not None:
             return await self._pure_call(fn, interest)
-        if len(rest) != 2 or rest[1][0] != T_RNP:
+        small = len(rest) == 2 and rest[1][0] == T_PARAMS and interest.app_params is not None
+        if len(rest) != 2 or not (rest[1][0] == T_RNP or small):
             return self._error(interest.name, "no-such-function",
                                f"{interest.name}: expected {fn.prefix}/<call-id>/rnp=<R> or a params-sha256 call")
         key = (fn.prefix.comps, rest[0])
@@ -300,7 +336,10 @@ class FunctionHost:
             self._calls.popitem(last=False)
         self.active += 1
         try:
-            invocation.answer = await self._handshake_and_run(fn, interest, rest[1])
+            if small:
+                invocation.answer = await self._small_call(fn, interest)
+            else:
+                invocation.answer = await self._handshake_and_run(fn, interest, rest[1])
         except Error as exc:  # the caller vanished mid-handshake: nothing to answer
             log.info("call %s abandoned: %s", interest.name, exc)
             del self._calls[key]
@@ -353,6 +392,48 @@ class FunctionHost:
             except DecodeError as exc:
                 return self._error(ti.name, "bad-arguments", f"argument {index}: {exc}")
         return await self._start(fn, ti.name, args, memo_key=(fn.prefix.comps, self._args_digest(args, plan)))
+
+    async def _small_call(self, fn: HostedFunction, ti: Interest) -> Data:
+        """A call whose arguments and signed proof of identity ride in the trigger."""
+        base = ti.name[:-1]
+        try:
+            body = msgpack.unpackb(ti.app_params, raw=False, max_array_len=MAX_ARGS)
+            encoded, ts, pub, sig = body["args"], body["ts"], body["pub"], body["sig"]
+            key_name = Name(body["key"])
+            if not isinstance(encoded, list) or not all(isinstance(b, bytes) for b in encoded):
+                raise ValueError("arguments are not a list of encoded values")
+            if type(ts) is not int or not isinstance(pub, bytes) or not isinstance(sig, bytes):
+                raise ValueError("malformed proof")
+        except Exception as exc:
+            return self._error(ti.name, "bad-arguments", f"{ti.name}: malformed call: {exc}")
+        principal = self._check_proof(key_name, pub, sig, _call_proof(base, ts, encoded), ts)
+        if principal is None:
+            return self._error(ti.name, "unauthorized", f"{ti.name}: the caller's proof of identity is invalid")
+        if not fn.allows(principal):
+            return self._error(ti.name, "unauthorized", f"{principal} may not call {fn.prefix}")
+        try:
+            args = [decode_value(b) for b in encoded]
+        except DecodeError as exc:
+            return self._error(ti.name, "bad-arguments", str(exc))
+        digest = hashlib.sha256(b"".join(hashlib.sha256(b).digest() for b in encoded)).digest()
+        return await self._start(fn, ti.name, args, memo_key=(fn.prefix.comps, digest))
+
+    @staticmethod
+    def _check_proof(key_name: Name, pub: bytes, sig: bytes, message: bytes, ts: int) -> Name | None:
+        """The caller's key name if `sig` by `pub` over `message` is valid, the
+        key name commits to `pub`, and the caller's clock is within
+        `MAX_CLOCK_SKEW` of ours."""
+        if abs(time.time_ns() // 1_000_000 - ts) > MAX_CLOCK_SKEW * 1000:
+            return None
+        if len(key_name) < 2 or bytes(key_name[-2]) != b"KEY":
+            return None
+        if bytes(key_name[-1]) != hashlib.sha256(pub).digest()[:KEY_ID_LEN]:
+            return None
+        try:
+            ok = Ed25519VerifyKey.from_bytes(pub).is_valid(message, sig)
+        except Exception:
+            return None
+        return key_name if ok else None
 
     @staticmethod
     def _args_digest(args: list, plan: dict) -> bytes:

@@ -32,8 +32,10 @@ async def net():
         yield network
 
 
-async def test_scalar_and_numpy_calls(net) -> None:
+@pytest.mark.parametrize("reflexive", [False, True], ids=["small-call", "reflexive-handshake"])
+async def test_scalar_and_numpy_calls(net, reflexive: bool) -> None:
     c = await net.connect("client")
+    assert await c.call("/fn/add", 40, 2, reflexive=reflexive) == 42
     assert await c.call("/fn/add", 2, 3.5) == 5.5
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
     b = np.ones((4, 2), dtype=np.float32)
@@ -52,10 +54,11 @@ async def test_large_arguments_and_results(net) -> None:
 
 async def test_long_call_completes_through_a_thunk(net) -> None:
     c = await net.connect("client")
-    start = trio.current_time()
-    # three trigger lifetimes of work: the trigger is answered with a thunk, then polled
-    assert await c.call("/fn/slow", 3.0, "finished", timeout=30, lifetime=1.0) == "finished"
-    assert trio.current_time() - start >= 3.0
+    for reflexive in (False, True):
+        start = trio.current_time()
+        # three trigger lifetimes of work: the trigger is answered with a thunk, then polled
+        assert await c.call("/fn/slow", 3.0, "finished", timeout=30, lifetime=1.0, reflexive=reflexive) == "finished"
+        assert trio.current_time() - start >= 3.0
 
 
 async def test_errors(net) -> None:
@@ -97,7 +100,8 @@ async def test_100_concurrent_calls_and_both_hosts_used(net) -> None:
     assert all(n > 0 for n in executed), f"calls per host (Interests in): {executed}"
 
 
-async def test_unauthorized_caller_never_runs_the_function(net, tmp_path) -> None:
+@pytest.mark.parametrize("reflexive", [False, True], ids=["small-call", "reflexive-handshake"])
+async def test_unauthorized_caller_never_runs_the_function(net, tmp_path, reflexive: bool) -> None:
     calls = []
 
     def guarded(x):
@@ -111,16 +115,16 @@ async def test_unauthorized_caller_never_runs_the_function(net, tmp_path) -> Non
         async with icnd.connect(net.nodes["client"].socket) as stranger:
             await stranger.command("route", "add", prefix="/fn/guarded", face=net.nodes["r"].udp_uri)
             with pytest.raises(icnd.Unauthorized):
-                await stranger.call("/fn/guarded", 1)
+                await stranger.call("/fn/guarded", 1, reflexive=reflexive)
         async with icnd.connect(net.nodes["client"].socket, key=allowed_key) as alice:
-            assert await alice.call("/fn/guarded", 2) == 2
+            assert await alice.call("/fn/guarded", 2, reflexive=reflexive) == 2
     assert calls == [2]
 
 
 async def test_vanished_client_leaves_no_state_behind(net) -> None:
     async with icnd.connect(net.nodes["client"].socket) as c:
         with trio.move_on_after(0.5):
-            await c.call("/fn/slow", 5.0, timeout=30)
+            await c.call("/fn/slow", 5.0, timeout=30, reflexive=True)
     # the caller is gone; after the trigger's lifetime every table drains
     with trio.fail_after(20):
         while True:
