@@ -26,8 +26,9 @@ Setup (realistic, not a toy):
   (the cache-miss path) and longest-prefix match finds a real prefix;
 - Content Store at the Forwarder's default capacity, pre-filled to capacity
   with other Data before measuring, so every measured miss inserts and evicts;
-- the forwarder's timers are driven like the daemon does (``on_timer(now)``
-  whenever ``now >= next_deadline()``) with a fake monotonic clock: a
+- the forwarder's timers are driven like the daemon does (the wake-up time
+  moves earlier only when a packet pushed an earlier timer, ``on_timer(now)``
+  when it is reached) with a fake monotonic clock: a
   ``perf_counter`` that stops while packets are generated between batches.
   The cs-miss case first warms up for longer than the Interest lifetime so
   PIT-expiry timers and dead-nonce-list sweeps are at steady state.
@@ -225,15 +226,26 @@ class FakeClock:
 
 
 def fw_miss_batch(fw: Forwarder, batch, off: float) -> None:
+    """Timers are driven as `icnd.node.Node` drives them: the wake-up time
+    moves earlier only when a packet pushed an earlier timer
+    (`TimerQueue.pushed_min`), and `on_timer` runs when it is reached."""
     interests, replies = batch
     pc = time.perf_counter
     on_packet, on_timer, next_deadline = fw.on_packet, fw.on_timer, fw.next_deadline
+    timers = fw.timers
+    inf = float("inf")
+    deadline = next_deadline() or inf
+    timers.pushed_min = inf
     for iw in interests:
         now = pc() - off
-        dl = next_deadline()
-        if dl is not None and now >= dl:
+        if timers.pushed_min < deadline:
+            deadline = timers.pushed_min
+        timers.pushed_min = inf
+        if now >= deadline:
             for s in on_timer(now):
                 encode(s.packet)
+            deadline = next_deadline() or inf
+            timers.pushed_min = inf
         for face, pkt in on_packet(CONSUMER, decode(iw), now):
             wire = encode(pkt)
             if face == CONSUMER:
@@ -241,10 +253,14 @@ def fw_miss_batch(fw: Forwarder, batch, off: float) -> None:
             # producer: decode the Interest, answer with the pre-built Data
             dwire = replies[decode(wire).name.comps]
             now = pc() - off
-            dl = next_deadline()
-            if dl is not None and now >= dl:
+            if timers.pushed_min < deadline:
+                deadline = timers.pushed_min
+            timers.pushed_min = inf
+            if now >= deadline:
                 for s in on_timer(now):
                     encode(s.packet)
+                deadline = next_deadline() or inf
+                timers.pushed_min = inf
             for _face, dpkt in on_packet(face, decode(dwire), now):
                 encode(dpkt)
 
@@ -269,12 +285,20 @@ def base_miss_batch(routes: dict[bytes, int], batch) -> None:
 def fw_hit_batch(fw: Forwarder, interests: list[bytes], off: float) -> None:
     pc = time.perf_counter
     on_packet, on_timer, next_deadline = fw.on_packet, fw.on_timer, fw.next_deadline
+    timers = fw.timers
+    inf = float("inf")
+    deadline = next_deadline() or inf
+    timers.pushed_min = inf
     for iw in interests:
         now = pc() - off
-        dl = next_deadline()
-        if dl is not None and now >= dl:
+        if timers.pushed_min < deadline:
+            deadline = timers.pushed_min
+        timers.pushed_min = inf
+        if now >= deadline:
             for s in on_timer(now):
                 encode(s.packet)
+            deadline = next_deadline() or inf
+            timers.pushed_min = inf
         for _face, pkt in on_packet(CONSUMER, decode(iw), now):
             encode(pkt)
 
