@@ -247,14 +247,18 @@ class Name:
             comps = tuple(_to_wire(c) for c in value)
         _check(comps)
         self.comps = comps
-        self._hash = hash(comps)
+        self._hash: int | None = hash(comps)
 
     @classmethod
     def from_wire(cls, comps: tuple[bytes, ...]) -> "Name":
-        """Build from wire-form components the caller has already validated."""
+        """Build from wire-form components the caller has already validated.
+
+        The hash is computed on first use: the decoder builds a Name for
+        every packet, and the forwarder's tables key on `comps`, not on
+        Names."""
         self = object.__new__(cls)
         self.comps = comps
-        self._hash = hash(comps)
+        self._hash = None
         return self
 
     # --- sequence behaviour -------------------------------------------------
@@ -295,7 +299,10 @@ class Name:
 
     # --- identity -----------------------------------------------------------
     def __hash__(self) -> int:
-        return self._hash
+        h = self._hash
+        if h is None:
+            h = self._hash = hash(self.comps)
+        return h
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Name):

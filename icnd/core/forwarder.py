@@ -84,6 +84,11 @@ class Send(NamedTuple):
     packet: Packet
 
 
+# Builds a Send from a (face, packet) pair in C: NamedTuple's generated
+# __new__ is a Python function, and two Sends are made per exchange.
+_send = tuple.__new__
+
+
 COUNTER_NAMES = (
     # the names interface.md §8 promises, then the rest
     "interests_in", "interests_out", "data_in", "data_out", "nacks_in", "nacks_out",
@@ -263,7 +268,7 @@ class Forwarder:
     def on_content_store_hit(self, face: int, interest: Interest, data: Data) -> None:
         self.counters.cs_hits += 1
         self.counters.data_out += 1
-        self._out.append(Send(face, data))
+        self._out.append(_send(Send, (face, data)))
 
     def on_content_store_miss(self, face: int, interest: Interest, now: float) -> None:
         try:
@@ -340,10 +345,10 @@ class Forwarder:
             out.nonce, out.sent_at, out.expiry, out.nacked = interest.nonce, now, expiry, None
         entry.last_forwarded = now
         self.counters.interests_out += 1
-        self._out.append(Send(face, new_interest(
+        self._out.append(_send(Send, (face, new_interest(
             interest.name, interest.nonce, interest.lifetime_ms, interest.hop_limit - 1,
             interest.can_be_prefix, interest.must_be_fresh, interest.app_params, interest.forwarding_hint,
-        )))
+        ))))
 
     def reject(self, entry: PitEntry, reason: NackReason, now: float) -> None:
         """Nack every downstream of `entry` and drop it."""
@@ -590,7 +595,7 @@ class Forwarder:
             entry = entries[0]
             for down, rec in entry.in_records.items():
                 if down != face and rec.expiry > now:
-                    out.append(Send(down, data))
+                    out.append(_send(Send, (down, data)))
                     c.data_out += 1
         else:
             sent: set[int] = set()
@@ -598,7 +603,7 @@ class Forwarder:
                 for down, rec in entry.in_records.items():
                     if down != face and down not in sent and rec.expiry > now:
                         sent.add(down)
-                        out.append(Send(down, data))
+                        out.append(_send(Send, (down, data)))
             c.data_out += len(sent)
         if self.strategies.observed:
             find = self.strategies.find

@@ -132,9 +132,10 @@ class Pit:
     def add_in_record(self, entry: PitEntry, face: int, interest: Interest, expiry: float) -> None:
         record = entry.in_records.get(face)
         if record is None:
-            if self._per_face.get(face, 0) >= self.max_per_face:
+            held = self._per_face.get(face, 0)
+            if held >= self.max_per_face:
                 raise TableFull(f"face {face} has {self.max_per_face} pending Interests")
-            self._per_face[face] = self._per_face.get(face, 0) + 1
+            self._per_face[face] = held + 1
             entry.in_records[face] = InRecord(interest.nonce, expiry, interest)
             if expiry > entry.expiry:
                 entry.expiry = expiry
@@ -163,9 +164,10 @@ class Pit:
         entry.removed = True
         comps = entry.comps
         entries = self._by_name[comps]
-        entries.remove(entry)
-        if not entries:
+        if len(entries) == 1:
             del self._by_name[comps]
+        else:
+            entries.remove(entry)
         self._count -= 1
         if entry.interest.can_be_prefix:
             self._cbp -= 1
