@@ -174,14 +174,26 @@ class StreamFace(Face):
                     queue[0] = memoryview(queue[0])[sent:]
                     sent = 0
 
+    def _frame(self, view: memoryview, start: int, end: int) -> tuple[int, int] | None:
+        """Where the frame at `start` is: (packet start, frame end), or None
+        while its header is incomplete.  The frame end may lie beyond `end`
+        (the rest has not arrived).  Raises `FramingError` for a frame that
+        can never be valid.  Here: a 4-byte big-endian length, then the packet."""
+        if end - start < 4:
+            return None
+        length = _HEADER.unpack_from(view, start)[0]
+        if length > MAX_PACKET_SIZE:
+            raise FramingError(f"frame length {length} exceeds {MAX_PACKET_SIZE}")
+        return start + 4, start + 4 + length
+
     async def _read_loop(self, on_receive: OnReceive) -> None:
         sock = self._sock
         counters = self.counters
-        unpack_from = _HEADER.unpack_from
+        frame = self._frame
         buf = bytearray(RECV_CHUNK)
         view = memoryview(buf)
         start = end = 0  # buf[start:end] holds received, not yet delivered bytes
-        need = 4  # bytes needed at buf[start:] before the next frame can be parsed
+        need = 1  # bytes needed at buf[start:] before the next frame can be parsed
         while True:
             try:
                 await trio.lowlevel.wait_readable(sock)
@@ -211,20 +223,24 @@ class StreamFace(Face):
                     return
                 end += got
                 while end - start >= need:
-                    length = unpack_from(buf, start)[0]
-                    if length > MAX_PACKET_SIZE:
+                    try:
+                        bounds = frame(view, start, end)
+                    except FramingError as exc:
                         counters.framing_errors += 1
-                        self._close_now(f"framing error: frame length {length} exceeds {MAX_PACKET_SIZE}")
+                        self._close_now(f"framing error: {exc}")
                         return
-                    frame_end = start + 4 + length
-                    if frame_end > end:
-                        need = 4 + length
+                    if bounds is None:
+                        need = end - start + 1
                         break
-                    packet = bytes(view[start + 4 : frame_end])
+                    packet_start, frame_end = bounds
+                    if frame_end > end:
+                        need = frame_end - start
+                        break
+                    packet = bytes(view[packet_start:frame_end])
                     start = frame_end
-                    need = 4
+                    need = 1
                     counters.in_packets += 1
-                    counters.in_bytes += length
+                    counters.in_bytes += frame_end - packet_start
                     on_receive(self, packet)
                     if self.closed:
                         return
@@ -234,6 +250,10 @@ class StreamFace(Face):
                 view.release()
                 buf = bytearray(RECV_CHUNK)
                 view = memoryview(buf)
+
+
+class FramingError(Exception):
+    """The byte stream cannot be split into packets any more (the face closes)."""
 
 
 class StreamListener(Listener):

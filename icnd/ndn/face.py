@@ -20,11 +20,10 @@ length prefix.  This module has the transport side of that:
   tokens to echo, the original Interest a Nack must carry); the packet
   translation itself is `icnd.ndn.codec`.
 
-Reading keeps `StreamFace`'s style: one receive buffer, after each
-readability wakeup ``recv_into`` until the socket would block (or a budget is
-spent), then deliver every complete frame; a header that is invalid or
-announces more than 8800 bytes (`MAX_NDN_PACKET`, NFD's limit) is a framing
-error that closes the face, as in NFD.
+Reading is `StreamFace`'s loop (one receive buffer, drain per wakeup) with
+NDN framing plugged in (`_frame`): a header that is invalid or announces more
+than 8800 bytes (`MAX_NDN_PACKET`, NFD's limit) is a framing error that
+closes the face, as in NFD.
 """
 
 from __future__ import annotations
@@ -35,15 +34,11 @@ import socket
 from dataclasses import replace
 from typing import Callable
 
-import trio
-
 from ..errors import DecodeError
-from ..faces.base import OnNewFace, OnReceive
+from ..faces.base import OnNewFace
 from ..faces.stream import (
     DEFAULT_MAX_SEND_QUEUE,
-    MIN_READ,
-    READS_PER_WAKEUP,
-    RECV_CHUNK,
+    FramingError,
     StreamFace,
     StreamListener,
     _describe,
@@ -92,53 +87,13 @@ class NdnStreamFace(StreamFace):
         counters.out_packets += 1
         counters.out_bytes += n
 
-    async def _read_loop(self, on_receive: OnReceive) -> None:
-        sock = self._sock
-        counters = self.counters
-        framer = frame_length
-        buf = bytearray(RECV_CHUNK)
-        view = memoryview(buf)
-        start = end = 0  # buf[start:end] holds received, not yet delivered bytes
-        while True:
-            try:
-                await trio.lowlevel.wait_readable(sock)
-            except trio.ClosedResourceError:
-                return
-            for _ in range(READS_PER_WAKEUP):
-                if len(buf) - end < MIN_READ:
-                    # a partial frame is at most MAX_NDN_PACKET bytes: moving it is cheap
-                    pending = end - start
-                    view[:pending] = view[start:end]
-                    start, end = 0, pending
-                try:
-                    got = sock.recv_into(view[end:])
-                except BlockingIOError:
-                    break
-                except OSError as exc:
-                    self._close_now(_describe(exc))
-                    return
-                if not got:
-                    self._close_now("peer closed")
-                    return
-                end += got
-                while start < end:
-                    try:
-                        length = framer(view[start:end])
-                    except DecodeError as exc:
-                        counters.framing_errors += 1
-                        self._close_now(f"framing error: {exc}")
-                        return
-                    if length is None or start + length > end:
-                        break
-                    packet = bytes(view[start : start + length])
-                    start += length
-                    counters.in_packets += 1
-                    counters.in_bytes += length
-                    on_receive(self, packet)
-                    if self.closed:
-                        return
-                if start == end:
-                    start = end = 0
+    def _frame(self, view: memoryview, start: int, end: int) -> tuple[int, int] | None:
+        """A whole TLV block is the packet; its header tells the length."""
+        try:
+            total = frame_length(view[start:end])
+        except DecodeError as exc:
+            raise FramingError(str(exc)) from None
+        return None if total is None else (start, start + total)
 
 
 class NdnStreamListener(StreamListener):
