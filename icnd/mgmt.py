@@ -128,6 +128,7 @@ class Management:
             "local_uri": face.local_uri,
             "local": face.local,
             "persistent": face.persistent,
+            "wire_format": getattr(face, "wire_format", "icnd"),
             "counters": face.counters.as_dict(),
         }
         link = self.node.links.get(face.id)

@@ -127,7 +127,7 @@ def test_status_json_has_the_documented_keys(node):
 def test_face_create_list_destroy(node, udp_port):
     uri = f"udp://127.0.0.1:{udp_port}"
     face = icnd_json("face", "create", uri, sock=node.sock)
-    assert face["remote_uri"] == uri and face["persistent"] is True
+    assert face["remote_uri"] == uri and face["persistent"] is True and face["wire_format"] == "icnd"
     faces = icnd_json("face", "list", sock=node.sock)
     assert any(f["id"] == face["id"] and f["remote_uri"] == uri for f in faces)
     assert any(f["local"] for f in faces)  # the CLI's own connection

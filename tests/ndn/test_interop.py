@@ -547,6 +547,9 @@ async def test_status_datasets(node):
         faces = nfd_mgmt.FaceStatusMsg.parse(content).face_status
         mine = [f for f in faces if f.local_uri == node.ndn_listen_uris()[0]]
         assert len(mine) == 1 and mine[0].face_scope.value == 1 and mine[0].n_in_interests == 2
+        # icnd's own face list tells NDN faces apart
+        listed = await node.mgmt.face_list(None, {})
+        assert [f["wire_format"] for f in listed if f["local_uri"] == node.ndn_listen_uris()[0]] == ["ndn"]
     finally:
         raw.close()
 
