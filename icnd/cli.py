@@ -675,8 +675,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="host a named function (repeatable): import CALLABLE from MODULE and serve it "
                      "under /fn/NAME")
     run.add_argument("--data-dir", metavar="DIR",
-                     help="directory for the node's identity key and published data (default: none, "
-                     "a fresh identity and in-memory storage)")
+                     help="directory for the node's identity key, published data and objects, kept "
+                     "across restarts (default: none: a fresh identity, published data in memory, "
+                     "objects in a temporary directory)")
     run.add_argument("--log-level", metavar="LEVEL", type=str.lower, choices=LOG_LEVELS,
                      help=f"one of {', '.join(LOG_LEVELS)} (default: info)")
     run.add_argument("--log-json", action="store_true", default=None,
