@@ -53,7 +53,7 @@ class FaceCounters:
 
 
 class Face:
-    """Base of every face.  Subclasses implement `send`, `run` and `aclose`."""
+    """Base of every face.  Subclasses implement `send`, `run` and `_release`."""
 
     id: int
     remote_uri: str
@@ -81,6 +81,19 @@ class Face:
         raise NotImplementedError
 
     async def aclose(self) -> None:
+        self._close_now("closed locally")
+        await trio.lowlevel.checkpoint()
+
+    def _close_now(self, reason: str) -> None:
+        """Close at once (also from `send`, on a fatal socket error); idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        self.close_reason = reason
+        self._release()
+
+    def _release(self) -> None:
+        """Drop queued packets, wake the face's tasks, close its socket."""
         raise NotImplementedError
 
     async def __aenter__(self) -> Face:

@@ -77,15 +77,7 @@ class MemoryFace(Face):
         finally:
             self._close_now("run() ended")
 
-    async def aclose(self) -> None:
-        self._close_now("closed locally")
-        await trio.lowlevel.checkpoint()
-
-    def _close_now(self, reason: str) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self.close_reason = reason
+    def _release(self) -> None:
         self._inbox.clear()
         self._inbox_bytes = 0
         self._wake.set()

@@ -126,15 +126,7 @@ class StreamFace(Face):
         finally:
             self._close_now(self.close_reason or "run() ended")
 
-    async def aclose(self) -> None:
-        self._close_now("closed locally")
-        await trio.lowlevel.checkpoint()
-
-    def _close_now(self, reason: str) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self.close_reason = reason
+    def _release(self) -> None:
         self._queue.clear()
         self._queued_bytes = 0
         self._wake_writer.set()

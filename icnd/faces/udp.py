@@ -246,15 +246,7 @@ class UdpFace(Face):
             self._on_receive = None
             self._close_now(self.close_reason or "run() ended")
 
-    async def aclose(self) -> None:
-        self._close_now("closed locally")
-        await trio.lowlevel.checkpoint()
-
-    def _close_now(self, reason: str) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self.close_reason = reason
+    def _release(self) -> None:
         self._held.clear()
         self._held_bytes = 0
         self._reassembler.clear()

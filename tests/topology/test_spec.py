@@ -271,7 +271,7 @@ def test_missing_file_is_a_topology_error(tmp_path: Path) -> None:
         load(path)
 
 
-def test_error_pickles() -> None:
+def test_topology_problem_survives_pickling() -> None:
     err = TopologyError("f.toml", "links[0]", "bad")
     again = pickle.loads(pickle.dumps(err))
     assert (again.source, again.entry, again.problem, str(again)) == ("f.toml", "links[0]", "bad", str(err))
