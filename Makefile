@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench clean
+.PHONY: test demo bench bench-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,25 @@ test: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m icnd.demo
 
-bench: $(STAMP)
+# The MPI baseline of bench/reduce.py: Open MPI from Debian (only as root, only
+# if mpirun is missing), then mpi4py into the venv.  Never fatal: without them
+# bench/reduce.py says so and prints no ratio.  `make test` does not need this.
+bench-deps: $(STAMP)
+	@if ! command -v mpirun >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y openmpi-bin libopenmpi-dev \
+	      || echo "bench-deps: installing Open MPI failed: bench/reduce.py will have no MPI baseline" >&2; \
+	  else \
+	    echo "bench-deps: mpirun not found; install Open MPI (Debian: openmpi-bin libopenmpi-dev)" \
+	      "for the MPI baseline of bench/reduce.py" >&2; \
+	  fi; \
+	fi
+	@if command -v mpirun >/dev/null 2>&1 && ! $(BIN)/python -c 'import mpi4py' 2>/dev/null; then \
+	  $(BIN)/python -m pip install --quiet mpi4py \
+	    || echo "bench-deps: pip install mpi4py failed: bench/reduce.py will have no MPI baseline" >&2; \
+	fi
+
+bench: $(STAMP) bench-deps
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	$(BIN)/python bench/core.py
 	$(BIN)/python bench/forward.py
@@ -27,6 +45,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/rmi.py
 	$(BIN)/python bench/ndn.py
 	$(BIN)/python bench/sim.py
+	$(BIN)/python bench/reduce.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -21,6 +21,7 @@ from .errors import (
 )
 from .name import Component, Name
 from .packet import ContentType, Data, Interest, Nack, NackReason, SigType
+from .reduction.consumer import Reduced
 
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "Nacked",
     "Name",
     "NotFound",
+    "Reduced",
     "RemoteError",
     "SigType",
     "Timeout",

@@ -35,6 +35,7 @@ from .config import (
     NodeConfig,
     load,
     parse_function_flag,
+    parse_group_flag,
     parse_route_flag,
     validate,
 )
@@ -189,6 +190,8 @@ def build_config(args: argparse.Namespace) -> NodeConfig:
         cfg.routes = [parse_route_flag(text) for text in args.route]
     if args.function is not None:
         cfg.functions = [parse_function_flag(text) for text in args.function]
+    if args.group is not None:
+        cfg.groups = [parse_group_flag(text) for text in args.group]
     if args.data_dir is not None:
         cfg.data_dir = args.data_dir
     if args.log_level is not None:
@@ -674,6 +677,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--function", metavar="MODULE:CALLABLE=/fn/NAME", action="append",
                      help="host a named function (repeatable): import CALLABLE from MODULE and serve it "
                      "under /fn/NAME")
+    run.add_argument("--group", metavar="NAME=MEMBER,...[;rendezvous=NODE,...]", action="append",
+                     help="know reduction group NAME (repeatable): members are ids (member on the node of "
+                     "that name) or ID@NODE; rendezvous nodes start the split of segments (default: the "
+                     "members' nodes); see docs/reduction.md")
     run.add_argument("--data-dir", metavar="DIR",
                      help="directory for the node's identity key, published data and objects, kept "
                      "across restarts (default: none: a fresh identity, published data in memory, "

@@ -26,7 +26,7 @@ import logging
 import os
 import secrets
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Union
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Sequence, Union
 
 import msgpack
 import trio
@@ -94,6 +94,7 @@ class Client:
         self._reflexive: dict[bytes, Handler] = {}
         self._call_key: Ed25519Key | None = None
         self._served: list[tuple[Name, Handler]] = []
+        self.node_id: str | None = None  # the node's name (its last component), once asked
         self.closed = False
 
     # --- plumbing --------------------------------------------------------------------
@@ -542,6 +543,54 @@ class Client:
             await pipeline.run()
         finally:
             self._streams.pop(key, None)
+
+    # --- collective reduction (icnd.reduction) ------------------------------------------------
+    async def create_group(self, name: str, members: Sequence[str], *, rendezvous: Sequence[str] | None = None,
+                           ops: Sequence[str] | None = None, segment_bytes: int | None = None,
+                           timeout: float = 10.0) -> dict:
+        """Make (a new version of) reduction group `name`: a descriptor signed by
+        the node and announced to every member's node and rendezvous.  Members
+        are ids (``"w1"``: member w1 on node w1) or ``"id@node"``; `rendezvous`
+        lists the nodes where segments' splits start (default: the members'
+        nodes, segment s at node s mod n).  The same contents again return the
+        current version.  Returns the descriptor's fields."""
+        from .reduction.consumer import create_group
+
+        return await create_group(self, name, members, rendezvous=rendezvous, ops=ops,
+                                  segment_bytes=segment_bytes, timeout=timeout)
+
+    async def group(self, name: str, version: int | None = None) -> dict:
+        """The descriptor of group `name` as the node knows it (latest version by default)."""
+        info = await self.command("group", "show", name=name, **({} if version is None else {"version": version}))
+        info.pop("descriptor", None)
+        return info
+
+    async def contribute(self, group: str, round: int, array: Any, member: str | None = None) -> dict:
+        """Make `array` member `member`'s (default: this node's name) contribution
+        to `round` of `group`, served by this node (segmented, never pickled)."""
+        from .reduction.consumer import contribute
+
+        return await contribute(self, group, round, array, member)
+
+    async def reduce(self, group: str, round: int, op: str = "sum", *, timeout: float = 10.0,
+                     partial: bool = False) -> Any:
+        """The aggregate of `round` of `group` under `op` (sum, max, min, mean),
+        combined in the network: an `icnd.Reduced`.  Without `partial`, a
+        round some member has not contributed to raises Timeout at the
+        deadline; with it, what arrived comes back flagged (``complete=False``).
+        Contributions that disagree in dtype or shape raise RemoteError naming
+        the odd members."""
+        from .reduction.consumer import reduce
+
+        return await reduce(self, group, round, op, timeout=timeout, partial=partial)
+
+    async def allreduce(self, group: str, round: int, array: Any, op: str = "sum", *, member: str | None = None,
+                        timeout: float = 10.0) -> Any:
+        """Contribute `array` and fetch the aggregate every member fetches
+        (one computation in the network for all of them): a numpy array."""
+        await self.contribute(group, round, array, member)
+        result = await self.reduce(group, round, op, timeout=timeout)
+        return result.array
 
     # --- management -------------------------------------------------------------------------
     async def command(self, module: str, verb: str, *, timeout: float = 10.0, **args: Any) -> Any:

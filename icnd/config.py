@@ -36,6 +36,23 @@ class FunctionSpec:
 
 
 @dataclass
+class GroupConfig:
+    """A reduction group this node knows from configuration (``[[group]]``)."""
+
+    name: str
+    members: list[str]  # "id" (member on node id) or "id@node"
+    rendezvous: list[str] = field(default_factory=list)  # nodes; default: the members' nodes
+    ops: list[str] = field(default_factory=list)  # default: sum, max, min
+    segment_bytes: int = 0  # default 512 KiB
+
+    def descriptor(self):  # type: ignore[no-untyped-def]
+        from .reduction.group import GroupDescriptor
+
+        return GroupDescriptor.create(self.name, self.members, rendezvous=self.rendezvous or None,
+                                      ops=self.ops or None, seg_bytes=self.segment_bytes or None)
+
+
+@dataclass
 class NodeConfig:
     name: str = ""  # /node/NAME; default /node/<hostname>
     socket: str = ""  # local Unix socket; default per resolve_socket_path
@@ -44,6 +61,7 @@ class NodeConfig:
     faces: list[str] = field(default_factory=list)
     routes: list[RouteSpec] = field(default_factory=list)
     functions: list[FunctionSpec] = field(default_factory=list)
+    groups: list[GroupConfig] = field(default_factory=list)
     data_dir: str = ""
     log_level: str = "info"
     log_json: bool = False
@@ -55,6 +73,10 @@ class NodeConfig:
     function_max_jobs: int = 32  # calls handshaked or running at once; beyond: Nack no-resources
     function_max_arg_mb: float = 64.0
     function_retention_s: float = 60.0  # how long a finished result stays fetchable
+    contrib_store_mb: float = 1024.0  # members' contributions kept by this node
+    aggregate_max_mb: float = 512.0  # aggregation buffers in the forwarder
+    aggregate_max_entries: int = 1024  # aggregations in progress
+    aggregate_max_rounds: int = 16  # concurrent rounds per group
     default_strategy: str = "best-route"
     strategies: dict[str, str] = field(default_factory=dict)  # prefix -> strategy
 
@@ -95,7 +117,8 @@ def load(path: str) -> NodeConfig:
 def from_dict(raw: dict[str, Any], origin: str = "<config>") -> NodeConfig:
     cfg = NodeConfig()
     known = {f.name: f for f in fields(NodeConfig)}
-    aliases = {"face": "faces", "route": "routes", "function": "functions", "strategy": "strategies"}
+    aliases = {"face": "faces", "route": "routes", "function": "functions", "strategy": "strategies",
+               "group": "groups"}
     for key, value in raw.items():
         attr = aliases.get(key, key.replace("-", "_"))
         if attr not in known:
@@ -109,6 +132,8 @@ def from_dict(raw: dict[str, Any], origin: str = "<config>") -> NodeConfig:
             cfg.routes = [_route(v, f"{where}[{i}]") for i, v in enumerate(_table_list(value, where))]
         elif attr == "functions":
             cfg.functions = [_function(v, f"{where}[{i}]") for i, v in enumerate(_table_list(value, where))]
+        elif attr == "groups":
+            cfg.groups = [_group(v, f"{where}[{i}]") for i, v in enumerate(_table_list(value, where))]
         elif attr == "strategies":
             if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
                 raise ConfigError(f"{where}: expected a table of prefix = \"strategy\"")
@@ -155,6 +180,25 @@ def _function(v: dict, where: str) -> FunctionSpec:
     return FunctionSpec(v["target"], v["prefix"], list(allow))
 
 
+def _group(v: dict, where: str) -> GroupConfig:
+    extra = set(v) - {"name", "members", "rendezvous", "ops", "segment_bytes"}
+    if extra:
+        raise ConfigError(f"{where}: unknown key(s) {sorted(extra)}")
+    lists = {k: v.get(k, []) for k in ("members", "rendezvous", "ops")}
+    if not isinstance(v.get("name"), str) or any(
+            not isinstance(x, list) or not all(isinstance(i, str) for i in x) for x in lists.values()):
+        raise ConfigError(f"{where}: needs a name string and members (a list of strings)")
+    seg = v.get("segment_bytes", 0)
+    if type(seg) is not int:
+        raise ConfigError(f"{where}: segment_bytes must be an integer")
+    group = GroupConfig(v["name"], lists["members"], lists["rendezvous"], lists["ops"], seg)
+    try:
+        group.descriptor()
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    return group
+
+
 def parse_route_flag(text: str) -> RouteSpec:
     """--route PREFIX=URI[,cost]"""
     prefix, sep, rest = text.partition("=")
@@ -176,6 +220,24 @@ def parse_function_flag(text: str) -> FunctionSpec:
     if not sep or ":" not in target or not prefix.startswith("/"):
         raise ConfigError(f"--function {text!r}: expected MODULE:CALLABLE=/fn/NAME")
     return FunctionSpec(target, prefix)
+
+
+def parse_group_flag(text: str) -> GroupConfig:
+    """--group NAME=MEMBER,MEMBER@NODE,...[;rendezvous=NODE,...][;segment_bytes=N]"""
+    head, *options = text.split(";")
+    name, sep, members = head.partition("=")
+    if not sep or not members:
+        raise ConfigError(f"--group {text!r}: expected NAME=MEMBER,MEMBER@NODE,...[;rendezvous=NODE,...]")
+    raw: dict[str, Any] = {"name": name, "members": members.split(",")}
+    for option in options:
+        key, sep, value = option.partition("=")
+        if key == "rendezvous" and sep:
+            raw["rendezvous"] = value.split(",")
+        elif key == "segment_bytes" and value.isdigit():
+            raw["segment_bytes"] = int(value)
+        else:
+            raise ConfigError(f"--group {text!r}: unknown option {option!r} (rendezvous=..., segment_bytes=N)")
+    return _group(raw, "--group")
 
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -208,5 +270,8 @@ def validate(cfg: NodeConfig, origin: str = "<config>") -> None:
     for where, strategy in [("default_strategy", cfg.default_strategy), *cfg.strategies.items()]:
         if strategy not in STRATEGIES:
             raise ConfigError(f"{origin}: {where}: unknown strategy {strategy!r}; known: {', '.join(sorted(STRATEGIES))}")
+    for key in ("contrib_store_mb", "aggregate_max_mb", "aggregate_max_entries", "aggregate_max_rounds"):
+        if getattr(cfg, key) <= 0:
+            raise ConfigError(f"{origin}: {key} must be > 0")
     if cfg.pit_max_entries <= 0:
         raise ConfigError(f"{origin}: pit_max_entries must be > 0")

@@ -27,6 +27,8 @@ from .name import T_RNP, Name
 from .objects import Manifest
 from .objstore import ObjectStoreError
 from .packet import Data, Interest
+from .reduction.contrib import ReductionError
+from .reduction.group import GroupDescriptor
 from .security import DigestKey
 
 if TYPE_CHECKING:
@@ -91,6 +93,10 @@ class Management:
             ("object", "abort"): self.object_abort,
             ("object", "list"): self.object_list,
             ("object", "remove"): self.object_remove,
+            ("group", "create"): self.group_create,
+            ("group", "show"): self.group_show,
+            ("group", "list"): self.group_list,
+            ("reduce", "contribute"): self.reduce_contribute,
         }
 
     async def handle(self, face: Face, interest: Interest) -> None:
@@ -383,3 +389,64 @@ class Management:
             raise CommandError(404, f"{name} is not a published object here")
         self.node.fw.fib.remove(name, self.node.INTERNAL_FACE)
         return {"name": name.to_uri(), "versions": [m.version for m in removed]}
+
+    # --- collective reduction (see icnd.reduction) -------------------------------------------
+    async def group_create(self, face: Face, args: dict) -> Any:
+        """A new version of a group (the same contents again: the current version)."""
+        node = self.node
+        name = _arg(args, "name", str)
+        members = _arg(args, "members", list)
+        try:
+            desc = GroupDescriptor.create(
+                name, members, version=node.groups.next_version(name), rendezvous=_arg(args, "rendezvous", list, None),
+                ops=_arg(args, "ops", list, None), seg_bytes=_arg(args, "segment_bytes", int, None),
+            )
+        except ValueError as exc:
+            raise CommandError(400, str(exc)) from None
+        latest = node.groups.latest(name)
+        if latest is not None and latest[0] == _with_version(desc, latest[0].version):
+            return self._group_info(*latest)
+        try:
+            data = node.create_group(desc)
+        except ReductionError as exc:
+            raise CommandError(exc.code, str(exc)) from None
+        assert node.key is not None
+        return {**self._group_info(desc, data), "key": node.key.public_bytes()}
+
+    async def group_show(self, face: Face, args: dict) -> Any:
+        try:
+            desc, data = self.node.groups.get(_arg(args, "name", str), _arg(args, "version", int, None))
+        except ReductionError as exc:
+            raise CommandError(exc.code, str(exc)) from None
+        return self._group_info(desc, data)
+
+    async def group_list(self, face: Face, args: dict) -> Any:
+        return [desc.info() for desc in self.node.groups.groups()]
+
+    @staticmethod
+    def _group_info(desc: GroupDescriptor, data: Data) -> dict:
+        return {**desc.info(), "descriptor": encode(data)}
+
+    async def reduce_contribute(self, face: Face, args: dict) -> Any:
+        """Contribution segments (encoded Data named /node/<this>/member/<m>/contrib/...)."""
+        added = 0
+        for wire in _arg(args, "packets", list):
+            if not isinstance(wire, bytes):
+                raise CommandError(400, "packets must be encoded Data (bytes)")
+            try:
+                data = decode(wire)
+            except DecodeError as exc:
+                raise CommandError(400, f"malformed Data: {exc}") from None
+            if not isinstance(data, Data):
+                raise CommandError(400, "a contribution is Data")
+            try:
+                added += self.node.contribute(data)
+            except ReductionError as exc:
+                raise CommandError(exc.code, str(exc)) from None
+        return {"added": added}
+
+
+def _with_version(desc: GroupDescriptor, version: int) -> GroupDescriptor:
+    from dataclasses import replace
+
+    return replace(desc, version=version)

@@ -35,6 +35,7 @@ import sqlite3
 import time
 from typing import Any, Callable
 
+import msgpack
 import trio
 
 from . import __version__
@@ -49,6 +50,8 @@ from .faces.link import LinkModel, LinkParams, ShapedSender
 from .name import LOCALHOST, Name, generic
 from .packet import ContentType, Data, Interest, Nack, NackReason
 from .objstore import ObjectStore
+from .reduction.contrib import ContributionStore, GroupTable, ReductionError
+from .reduction.group import GroupDescriptor, MEMBER
 from .repo import Repo
 from .security import Ed25519Key, KeyChain
 
@@ -78,6 +81,15 @@ class Node:
             pit_max_entries=config.pit_max_entries,
             default_strategy=config.default_strategy,
         )
+        self.node_id = self.name.comps[-1][1:].decode("utf-8", "replace")
+        agg = self.fw.aggregator
+        agg.node_name = self.node_id
+        agg.max_entries = config.aggregate_max_entries
+        agg.max_bytes = int(config.aggregate_max_mb * 1024 * 1024)
+        agg.max_rounds = config.aggregate_max_rounds
+        self.groups = GroupTable()
+        self.contrib = ContributionStore(self.groups, self.node_id,
+                                         max_bytes=int(config.contrib_store_mb * 1024 * 1024))
         self.faces: dict[int, Face] = {}
         # face id -> the function that puts bytes on it: face.send, or a link
         # emulator's send when the face has emulated delay/loss/bandwidth
@@ -118,6 +130,13 @@ class Node:
             except ValueError as exc:
                 raise StartupError(f"strategy for {spec[0]}: {exc}") from None
         self._load_identity()
+        assert self.key is not None
+        self.fw.aggregator.signer = self.key.sign
+        for group in cfg.groups:
+            try:
+                self.groups.add_config(group.descriptor())
+            except ValueError as exc:
+                raise StartupError(f"group {group.name}: {exc}") from None
         try:
             self._functions = [hosted(f.prefix, load_callable(f.target), f.allow) for f in cfg.functions]
         except ValueError as exc:
@@ -469,10 +488,14 @@ class Node:
             if not internal:
                 break
             interest = internal.pop()
-            actions = self.fw.on_packet(INTERNAL_FACE, self._produce(interest), trio.current_time())
+            produced = self._produce(interest)
+            if produced is None:  # held: a contribution not made yet
+                actions = ()
+                continue
+            actions = self.fw.on_packet(INTERNAL_FACE, produced, trio.current_time())
         self._rearm_timer()
 
-    def _produce(self, interest: Interest) -> Data | Nack:
+    def _produce(self, interest: Interest) -> Data | Nack | None:
         """Answer an Interest routed to the node itself."""
         comps = interest.name.comps
         assert self.repo is not None and self.key is not None
@@ -486,6 +509,10 @@ class Node:
         own = len(self.name.comps)
         if comps[:own] == self.name.comps and len(comps) > own:
             what = comps[own]
+            if what == MEMBER:
+                return self.contrib.lookup(interest, interest.lifetime_ms / 1000.0, trio.current_time())
+            if what == generic("group") and comps[own + 1:own + 2] == (generic("install"),):
+                return self._install_group(interest)
             if what == generic("ping"):
                 return self.key.sign(Data(interest.name, b"", freshness_ms=0))
             if interest.name.prefix(len(self.key.name.comps)) == self.key.name or (
@@ -495,12 +522,46 @@ class Node:
                     Data(self.key.name, self.key.public_bytes(), ContentType.KEY, freshness_ms=3_600_000)
                 )
             if what == generic("status"):
-                import msgpack
 
                 return self.key.sign(
                     Data(interest.name, msgpack.packb(self.status()), freshness_ms=1000)
                 )
         return Nack(interest.name, interest.nonce, NackReason.NO_ROUTE, f"{self.name} has no such data")
+
+    def _install_group(self, interest: Interest) -> Data | Nack:
+        """A group descriptor announced by the node that made it (see GroupTable.install)."""
+        assert self.key is not None
+        try:
+            if not interest.app_params or not interest.params_ok():
+                raise ReductionError(400, "a group announcement carries the descriptor in its parameters")
+            try:
+                args = msgpack.unpackb(interest.app_params, raw=False, max_str_len=64)
+                desc_data = decode(args["desc"])
+                public = args["key"]
+            except (ValueError, KeyError, TypeError, DecodeError, msgpack.UnpackException) as exc:
+                raise ReductionError(400, f"malformed group announcement: {exc}") from None
+            if not isinstance(desc_data, Data) or not isinstance(public, bytes):
+                raise ReductionError(400, "malformed group announcement")
+            desc = self.groups.install(desc_data, public)
+            body = {"code": "ok", "group": desc.group, "version": desc.version}
+            return self.key.sign(Data(interest.name, msgpack.packb(body), freshness_ms=0))
+        except ReductionError as exc:
+            body = {"code": str(exc.code), "message": f"{self.node_id}: {exc}"}
+            return self.key.sign(Data(interest.name, msgpack.packb(body), ContentType.ERROR, freshness_ms=0))
+
+    def contribute(self, data: Data) -> bool:
+        """Store a member's contribution segment and answer anyone waiting for it."""
+        added = self.contrib.add(data)
+        if added and self.contrib.take_pending(data, trio.current_time()):
+            self._dispatch(self.fw.on_packet(INTERNAL_FACE, data, trio.current_time()))
+        return added
+
+    def create_group(self, desc: GroupDescriptor) -> Data:
+        """Sign and keep a new version of a group made by a local client."""
+        assert self.key is not None
+        data = self.key.sign(desc.to_data())
+        self.groups.add_local(desc, data, self.key.public_bytes())
+        return data
 
     def publish(self, data: Data) -> None:
         """Store `data` in the node's repo and route its name to the node."""
@@ -573,6 +634,8 @@ class Node:
     def status(self) -> dict:
         counters = self.fw.counters.as_dict()
         counters["mgmt_commands"] = self.mgmt_commands
+        counters.update(self.fw.aggregator.counters)
+        counters.update(self.contrib.counters)
         tables = self.fw.table_sizes()
         tables["faces"] = len(self.faces)
         tables["dead_nonces"] = len(self.fw.dnl)
@@ -580,6 +643,7 @@ class Node:
         tables["repo_bytes"] = self.repo.bytes_used if self.repo is not None else 0
         tables["objects"] = len(self.objects) if self.objects is not None else 0
         tables["object_bytes"] = self.objects.bytes_used if self.objects is not None else 0
+        tables.update(self.contrib.stats())
         return {
             "name": self.name.to_uri(),
             "version": __version__,

@@ -29,7 +29,8 @@ class ContentType(IntEnum):
     ERROR = 4  # signed error: a function failed or refused (code + message)
     THUNK = 5  # the name and ETA of a future result
     MANIFEST = 6
-    AGGREGATE = 7
+    AGGREGATE = 7  # a complete reduction result (icnd.reduction)
+    PARTIAL = 8  # a partial reduction result: flagged, never cached
 
 
 class SigType(IntEnum):

@@ -336,6 +336,7 @@ class SimNetwork:
         if name in self.nodes:
             raise ValueError(f"duplicate node {name!r}")
         node = self.nodes[name] = SimNode(self, name, self.new_forwarder())
+        node.fw.aggregator.node_name = name  # the node is /node/<name> for reduction
         return node
 
     def link(self, a: str, b: str, *, delay: float = 0.001, loss: float = 0.0, bandwidth_mbps: float = 0,
@@ -397,6 +398,7 @@ class SimNetwork:
         fw.fib = old.fib
         for face, info in old.faces.items():
             fw.add_face(face, local=info.local)
+        fw.aggregator.node_name = name
         node.fw = fw
         node.timer_at = None
         node.alive = True

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 from ..name import LOCALHOST, T_RNP, Name
+from ..reduction.group import REDUCE
 from ..packet import (
     MAX_LIFETIME_MS,
     MIN_LIFETIME_MS,
@@ -56,6 +57,7 @@ from ..packet import (
     Packet,
     new_interest,
 )
+from .aggregate import AGGREGATOR_FACE, Aggregator
 from .cs import ContentStore
 from .dnl import DeadNonceList
 from .fib import Fib, FibEntry, TableFull
@@ -69,7 +71,7 @@ from .timers import TimerQueue
 SUPPRESS_INITIAL = 0.010  # retransmission suppression, doubles per retransmission
 SUPPRESS_MAX = 0.250
 DNL_SWEEP_INTERVAL = 1.0
-UNCACHED_TYPES = frozenset({ContentType.NACK, ContentType.ERROR, ContentType.THUNK})
+UNCACHED_TYPES = frozenset({ContentType.NACK, ContentType.ERROR, ContentType.THUNK, ContentType.PARTIAL})
 # A name whose greatest component is >= this has a component of type >= T_RNP
 # (components compare by type byte first): the one reflexive test per packet.
 RNP_MIN = bytes((T_RNP,))
@@ -148,7 +150,8 @@ class Forwarder:
         self.rf = ReflexiveTable(rf_max_entries, rf_max_per_face)
         self._single_path = BestRoute()
         self.counters = Counters()
-        self.faces: dict[int, FaceInfo] = {}
+        self.faces: dict[int, FaceInfo] = {AGGREGATOR_FACE: FaceInfo(True)}
+        self.aggregator = Aggregator(self)
         self.timers = TimerQueue()
         self._out: list[Send] = []
         self._dnl_sweep_at: float | None = None
@@ -165,6 +168,7 @@ class Forwarder:
         self.fib.remove_face(face)
         self.rf.remove_face(face)
         self.strategies.face_down(face)
+        self.aggregator.on_face_down(face, now)
         for entry in list(self.pit):
             if face in entry.in_records:
                 self.pit.remove_in_record(entry, face)
@@ -176,7 +180,7 @@ class Forwarder:
             entry.out_records.pop(face, None)
             if not entry.in_records:  # a TI's entry went with its last consumer face
                 self.pit.remove(entry)
-        return self._flush()
+        return self._flush(now)
 
     # --- entry points -----------------------------------------------------------
     def on_packet(self, face: int, packet: Packet, now: float) -> list[Send]:
@@ -191,11 +195,13 @@ class Forwarder:
             raise TypeError(f"not a packet: {kind.__name__}")
         out = self._out
         self._out = []
+        if self.aggregator.busy:
+            return self._with_aggregator(out, now)
         return out
 
     def on_timer(self, now: float) -> list[Send]:
         self.timers.run_due(now)
-        return self._flush()
+        return self._flush(now)
 
     def next_deadline(self) -> float | None:
         return self.timers.next_due()
@@ -204,10 +210,30 @@ class Forwarder:
         """Call ``callback(arg, at, now)`` from `on_timer` once ``now >= at``."""
         self.timers.push(at, callback, arg)
 
-    def _flush(self) -> list[Send]:
+    def _flush(self, now: float) -> list[Send]:
         out = self._out
         self._out = []
+        if self.aggregator.busy:
+            return self._with_aggregator(out, now)
         return out
+
+    def _with_aggregator(self, out: list[Send], now: float) -> list[Send]:
+        """Hand what the pipelines sent to the aggregator (face 0) to it, until
+        it has nothing more to do; the other actions are returned."""
+        agg = self.aggregator
+        done: list[Send] = []
+        while True:
+            for send in out:
+                if send[0] == AGGREGATOR_FACE:
+                    agg.inbox.append(send[1])
+                else:
+                    done.append(send)
+            if not agg.inbox:
+                agg.busy = bool(agg.entries or agg.children)
+                return done
+            agg.process(now)
+            out = self._out
+            self._out = []
 
     def _is_local(self, face: int) -> bool:
         info = self.faces.get(face)
@@ -318,6 +344,9 @@ class Forwarder:
 
     def _strategy_interest(self, entry: PitEntry, face: int, interest: Interest, now: float) -> None:
         comps = interest.name.comps
+        if comps and comps[0] == REDUCE:  # reduction requests: in-network aggregation, not a strategy
+            self.aggregator.route(entry, face, interest, now)
+            return
         strategy = self.strategies.find(comps)
         strategy.after_receive_interest(self, entry, face, interest, self.fib.longest_match(comps), now)
 
@@ -337,6 +366,15 @@ class Forwarder:
 
     def send_interest(self, entry: PitEntry, face: int, interest: Interest, now: float) -> None:
         """The outgoing-Interest pipeline: out-record, hop limit, send."""
+        self.record_out(entry, face, interest, now)
+        self.counters.interests_out += 1
+        self._out.append(_send(Send, (face, new_interest(
+            interest.name, interest.nonce, interest.lifetime_ms, interest.hop_limit - 1,
+            interest.can_be_prefix, interest.must_be_fresh, interest.app_params, interest.forwarding_hint,
+        ))))
+
+    def record_out(self, entry: PitEntry, face: int, interest: Interest, now: float) -> None:
+        """The out-record of sending `interest` to `face` (nothing is sent)."""
         expiry = now + clamp_lifetime(interest.lifetime_ms)
         out = entry.out_records.get(face)
         if out is None:
@@ -344,19 +382,14 @@ class Forwarder:
         else:
             out.nonce, out.sent_at, out.expiry, out.nacked = interest.nonce, now, expiry, None
         entry.last_forwarded = now
-        self.counters.interests_out += 1
-        self._out.append(_send(Send, (face, new_interest(
-            interest.name, interest.nonce, interest.lifetime_ms, interest.hop_limit - 1,
-            interest.can_be_prefix, interest.must_be_fresh, interest.app_params, interest.forwarding_hint,
-        ))))
 
-    def reject(self, entry: PitEntry, reason: NackReason, now: float) -> None:
+    def reject(self, entry: PitEntry, reason: NackReason, now: float, detail: str = "") -> None:
         """Nack every downstream of `entry` and drop it."""
         if reason is NackReason.NO_ROUTE:
             self.counters.no_route += 1
         for face, rec in entry.in_records.items():
             if rec.expiry > now:
-                self._nack(face, rec.interest, reason, "")
+                self._nack(face, rec.interest, reason, detail)
         self._finish(entry, now)
 
     def _nack(self, face: int, interest: Interest, reason: NackReason, detail: str) -> None:
@@ -634,6 +667,9 @@ class Forwarder:
         if comps and (comps[0][0] == T_RNP or comps[-1][0] == T_RNP):
             self.on_reflexive_nack(entry, face, nack, now)
             return
+        if comps and comps[0] == REDUCE:
+            self.aggregator.after_nack(entry, face, nack, now)
+            return
         strategy = self.strategies.find(comps)
         strategy.after_receive_nack(self, entry, face, nack, self.fib.longest_match(comps), now)
 
@@ -644,8 +680,9 @@ class Forwarder:
             "fib_entries": len(self.fib),
             "cs_entries": len(self.cs),
             "cs_bytes": self.cs.bytes_used,
-            "faces": len(self.faces),
+            "faces": len(self.faces) - 1,  # not the aggregator's
             "rf_entries": len(self.rf),
+            **self.aggregator.stats(),
         }
 
     def add_route(self, prefix: Name, face: int, cost: int = 0) -> None:

@@ -505,6 +505,8 @@ class Network:
             argv += ["--listen", uri]
         for entry in self.spec.nodes[handle.name].functions:
             argv += ["--function", entry]
+        for group in self.spec.groups.values():
+            argv += ["--group", group.flag()]
         if handle.netns is not None:
             argv = _netns.exec_prefix(handle.netns) + argv
         return argv

@@ -100,7 +100,7 @@ _TOP_KEYS = ("defaults", "nodes", "links", "groups")
 _PARAM_KEYS = ("delay_ms", "loss", "bandwidth_mbps")
 _LINK_KEYS = ("ends", *_PARAM_KEYS, "cost", "transport")
 _NODE_KEYS = ("functions",)
-_GROUP_KEYS = ("members",)
+_GROUP_KEYS = ("members", "rendezvous", "segment_bytes")
 
 
 class TopologyError(ValueError):
@@ -223,6 +223,18 @@ class GroupSpec:
 
     name: str
     members: list[GroupMember] = field(default_factory=list)
+    rendezvous: list[str] = field(default_factory=list)  # nodes; empty: the members' nodes
+    segment_bytes: int = 0  # 0: the default
+
+    def flag(self) -> str:
+        """The ``icnd run --group`` value for this group."""
+        members = ",".join(m.member_id if m.member_id == m.node else f"{m.member_id}@{m.node}" for m in self.members)
+        text = f"{self.name}={members}"
+        if self.rendezvous:
+            text += ";rendezvous=" + ",".join(self.rendezvous)
+        if self.segment_bytes:
+            text += f";segment_bytes={self.segment_bytes}"
+        return text
 
     @property
     def nodes(self) -> list[str]:
@@ -502,7 +514,17 @@ class _Parser:
                     raise self.error(where, f"duplicate member {member_id!r} (also {first})")
                 seen[member_id] = i
                 out.append(GroupMember(member_id, node))
-            groups[name] = GroupSpec(name=name, members=out)
+            rendezvous = body.get("rendezvous", [])
+            if not isinstance(rendezvous, list):
+                raise self.error(f"{entry}.rendezvous", f"must be a list of node names, got {_describe(rendezvous)}")
+            for i, node in enumerate(rendezvous):
+                self.ident(node, f"{entry}.rendezvous[{i}]", "node name")
+                if node not in nodes:
+                    raise self.error(f"{entry}.rendezvous[{i}]", f"unknown node {node!r}")
+            seg = body.get("segment_bytes", 0)
+            if type(seg) is not int or (seg and not 1024 <= seg <= 960 * 1024):
+                raise self.error(f"{entry}.segment_bytes", "must be an integer from 1024 to 983040")
+            groups[name] = GroupSpec(name=name, members=out, rendezvous=list(rendezvous), segment_bytes=seg)
         return groups
 
 

@@ -1,0 +1,561 @@
+"""In-network aggregation: the forwarder's part of collective reduction.
+
+Every name under ``/reduce`` is handled here instead of by a strategy
+(`Aggregator.route`, called where the forwarder would ask the strategy).
+A request ``/reduce/<g>/<op>/<r>/seg=<s>/params-sha256=…`` carries the group
+descriptor and, for a sub-request, the member subset it covers
+(`icnd.reduction.group`).  At each forwarder:
+
+1. A request for the whole aggregate (no subset) goes by FIB toward the
+   segment's rendezvous node, ``/node/<rendezvous>``; equal requests merge in
+   PITs on the way (one computation for many requesters).
+2. At the rendezvous, and at every forwarder a sub-request reaches, the
+   members are *split*: each member goes to the cheapest FIB next hop toward
+   its node (a sub-request never back toward its parent), members living on
+   this node are asked directly for their contribution
+   (``/node/<me>/member/<m>/contrib/<g>/<r>/seg=<s>``), and one sub-request
+   per next hop carries exactly the members behind it.  A sub-request whose
+   members all sit behind one next hop (and none here) is relayed unchanged,
+   with no aggregation state.  Each member is in exactly one child, so no
+   member is ever counted twice, whatever the topology.
+3. The answers are combined in place into an aggregation-table entry
+   (`AstEntry`, bounded: ``max_entries``, ``max_bytes``, ``max_rounds`` per
+   group; over them the request is Nacked *congestion*).  Each answer's
+   contributors must lie inside its child's subset and be disjoint from what
+   was already combined; dtype and shape must agree (a mismatch is an error
+   naming the odd members, never a cast); NaN/Inf and integer overflow are
+   flagged in the result.
+4. When every child has answered the entry produces its Data: the aggregate
+   (content type AGGREGATE, cached under its immutable name; the
+   rendezvous signs it with the node's key) or, at the deadline with members
+   missing, a flagged partial (content type PARTIAL, never cached) if the
+   request allows partials, else a Nack *not-yet* naming the missing members.
+
+Timers: an entry's deadline is its request's expiry less a margin (10% of
+the remaining lifetime, 50 ms..1 s), and children are asked with lifetimes
+that end at that deadline, so every level answers before its parent gives
+up.  A child not answered within its RTO (SRTT + 4·RTTVAR per next hop,
+1 s before any sample) is asked again with a new nonce, at most
+``MAX_RETRIES`` times, backing off.
+
+The aggregator is the forwarder's face 0 (`AGGREGATOR_FACE`): child requests
+enter the Interest pipeline from it, and Data and Nacks the pipelines send to
+it come back here (`Forwarder` drains them before returning its actions), so
+child requests and results go through the PIT and Content Store like any
+other packets.
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+import msgpack
+import numpy as np
+
+from ..name import Name, generic
+from ..packet import ContentType, Data, Interest, Nack, NackReason, new_nonce
+from ..reduction.group import NODE, REDUCE, ReduceRequest, contrib_name, request_params
+from ..reduction.segment import SegmentError, SegmentMeta, combine, nonfinite, pack, unpack
+from ..security import DigestKey
+
+if TYPE_CHECKING:
+    from .forwarder import Forwarder
+    from .pit import PitEntry
+
+AGGREGATOR_FACE = 0
+MAX_RETRIES = 3
+INITIAL_RTO = 1.0
+MIN_RTO, MAX_RTO = 0.05, 4.0
+AGGREGATE_FRESHNESS_MS = 3_600_000
+REQUEST_CACHE = 1024
+
+AGG_COUNTERS = (
+    "agg_requests", "agg_forwarded", "agg_relayed", "agg_entries", "agg_roots", "agg_children", "agg_child_data",
+    "agg_combined", "agg_results", "agg_partials", "agg_incomplete", "agg_errors", "agg_retransmissions",
+    "agg_congestion", "agg_malformed", "agg_rejected", "agg_duplicates", "agg_late",
+)
+
+_digest = DigestKey()
+
+
+@dataclass(slots=True, eq=False)
+class Child:
+    entry: "AstEntry"
+    interest: Interest
+    members: tuple[int, ...]
+    face: int | None  # the next hop of a sub-request; None: a local contribution (by FIB)
+    sent_at: float = 0.0
+    rto: float = INITIAL_RTO
+    retries: int = 0
+    state: str = "pending"  # pending, done, failed
+
+    @property
+    def leaf(self) -> bool:
+        return self.face is None
+
+
+@dataclass(slots=True, eq=False)
+class AstEntry:
+    """One aggregation: a (group, op, round, segment, subset) request."""
+
+    key: tuple[bytes, ...]
+    request: ReduceRequest
+    nonce: int  # the out-record nonce of the request's PIT entry on face 0
+    name: Name
+    expiry: float
+    deadline: float
+    children: dict[tuple[bytes, ...], Child] = field(default_factory=dict)
+    acc: np.ndarray | None = None
+    layout: tuple[str, tuple[int, ...]] | None = None
+    nseg: int = 0
+    contributors: set[int] = field(default_factory=set)
+    layouts: dict[tuple[str, tuple[int, ...]], list[int]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)  # why members are missing
+    error: tuple[str, str] | None = None  # (code, message): the answer is an error
+    nonfinite: bool = False
+    overflow: bool = False
+    timer_at: float = float("inf")
+    done: bool = False
+
+    def pending(self) -> list[Child]:
+        return [c for c in self.children.values() if c.state == "pending"]
+
+
+class Aggregator:
+    def __init__(self, fw: "Forwarder", *, node_name: str | None = None, max_entries: int = 1024,
+                 max_bytes: int = 512 * 1024 * 1024, max_rounds: int = 16) -> None:
+        self.fw = fw
+        self.node_name = node_name  # this node's name (``/node/<name>``); None: aggregates no local members
+        self.signer: Callable[[Data], Data] = _digest.sign  # signs complete aggregates made here
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.max_rounds = max_rounds
+        self.entries: dict[tuple[bytes, ...], AstEntry] = {}
+        self.children: dict[tuple[bytes, ...], Child] = {}
+        self.inbox: collections.deque[Any] = collections.deque()
+        self.bytes_used = 0
+        self.busy = False
+        self.counters = dict.fromkeys(AGG_COUNTERS, 0)
+        self._requests: collections.OrderedDict[bytes, ReduceRequest] = collections.OrderedDict()
+        self._rtt: dict[int | None, tuple[float, float]] = {}
+
+    # --- routing (in place of a strategy) ------------------------------------------------
+    def route(self, entry: "PitEntry", in_face: int, interest: Interest, now: float) -> None:
+        fw = self.fw
+        c = self.counters
+        try:
+            req = self.parse(interest)
+        except ValueError as exc:
+            c["agg_malformed"] += 1
+            fw.reject(entry, NackReason.MALFORMED, now, str(exc))
+            return
+        if in_face == AGGREGATOR_FACE:  # one of our child sub-requests: to the hop chosen for it
+            child = self.children.get(entry.comps)
+            hop = child.face if child is not None else None
+            if hop is None or hop not in fw.faces:
+                fw.reject(entry, NackReason.NO_ROUTE, now, "the next hop of this sub-request is gone")
+            else:
+                fw.send_interest(entry, hop, interest, now)
+            return
+        c["agg_requests"] += 1
+        if req.subset is None and req.desc.rendezvous_for(req.seg) != self.node_name:
+            self._toward_rendezvous(entry, in_face, interest, req, now)
+            return
+        if req.subset is not None:
+            local, remote, unreachable = self.split(req.subset, set(entry.in_records), req)
+            if not local and not unreachable and len(remote) == 1:
+                c["agg_relayed"] += 1
+                fw.send_interest(entry, next(iter(remote)), interest, now)
+                return
+        fw.record_out(entry, AGGREGATOR_FACE, interest, now)
+        self.inbox.append((entry, req, interest))
+        self.busy = True
+
+    def _toward_rendezvous(self, entry: "PitEntry", in_face: int, interest: Interest, req: ReduceRequest,
+                           now: float) -> None:
+        fw = self.fw
+        rv = req.desc.rendezvous_for(req.seg)
+        hops = [f for f in fw.eligible_nexthops(entry, in_face, fw.fib.longest_match(_node(rv)))
+                if f != AGGREGATOR_FACE]
+        if not hops:
+            fw.reject(entry, NackReason.NO_ROUTE, now, f"no route toward the rendezvous /node/{rv}")
+            return
+        outs = entry.out_records
+        hop = next((f for f in hops if f not in outs), None)
+        if hop is None:
+            hop = min(hops, key=lambda f: outs[f].sent_at)
+        self.counters["agg_forwarded"] += 1
+        fw.send_interest(entry, hop, interest, now)
+
+    def after_nack(self, entry: "PitEntry", face: int, nack: Nack, now: float) -> None:
+        """A Nack for a reduction request we sent: pass it down with its reason."""
+        if entry.all_out_nacked():
+            self.fw.reject(entry, nack.reason, now, nack.detail)
+
+    def parse(self, interest: Interest) -> ReduceRequest:
+        digest = interest.name.comps[-1]
+        req = self._requests.get(digest)
+        if req is not None and interest.params_ok():
+            self._requests.move_to_end(digest)
+            comps = interest.name.comps
+            if comps[1:5] == _request_comps(req):
+                return req
+        req = ReduceRequest.parse(interest)
+        self._requests[digest] = req
+        if len(self._requests) > REQUEST_CACHE:
+            self._requests.popitem(last=False)
+        return req
+
+    def split(self, members: tuple[int, ...], downstream: set[int], req: ReduceRequest,
+              ) -> tuple[list[int], dict[int, list[int]], dict[str, list[int]]]:
+        """(members on this node, next hop -> members, unreachable node -> members)."""
+        fw = self.fw
+        local: list[int] = []
+        remote: dict[int, list[int]] = {}
+        unreachable: dict[str, list[int]] = {}
+        hop_of: dict[str, int | None] = {}
+        for i in members:
+            node = req.desc.members[i].node
+            if node == self.node_name:
+                local.append(i)
+                continue
+            if node not in hop_of:
+                fib_entry = fw.fib.longest_match(_node(node))
+                hops = fib_entry.faces if fib_entry is not None else ()
+                hop_of[node] = next((f for f in hops if f not in downstream and f in fw.faces
+                                     and f != AGGREGATOR_FACE), None)
+            hop = hop_of[node]
+            if hop is None:
+                unreachable.setdefault(node, []).append(i)
+            else:
+                remote.setdefault(hop, []).append(i)
+        return local, remote, unreachable
+
+    # --- the inbox: requests to aggregate here, and what children answered -------------------
+    def process(self, now: float) -> None:
+        inbox = self.inbox
+        while inbox:
+            item = inbox.popleft()
+            kind = type(item)
+            if kind is tuple:
+                self._start(*item, now)
+            elif kind is Data:
+                self._on_child_data(item, now)
+            elif kind is Nack:
+                self._on_child_nack(item, now)
+        self.busy = bool(self.entries or self.children)
+
+    def _start(self, pit_entry: "PitEntry", req: ReduceRequest, interest: Interest, now: float) -> None:
+        fw = self.fw
+        key = pit_entry.comps
+        lifetime = _lifetime(interest)
+        e = self.entries.get(key)
+        if e is not None:  # a retransmission, or another downstream: the same aggregation
+            if now + lifetime > e.expiry:
+                e.expiry = now + lifetime
+                e.deadline = e.expiry - _margin(lifetime)
+                e.nonce = interest.nonce
+                self._arm(e)
+            self._retransmit_due(e, now)
+            return
+        problem = self._admit(req)
+        if problem:
+            self.counters["agg_congestion"] += 1
+            fw.on_incoming_nack(AGGREGATOR_FACE, Nack(interest.name, interest.nonce, NackReason.CONGESTION,
+                                                      problem), now)
+            return
+        self.counters["agg_entries"] += 1
+        if req.subset is None:
+            self.counters["agg_roots"] += 1
+        e = AstEntry(key, req, interest.nonce, interest.name, now + lifetime, now + lifetime - _margin(lifetime))
+        self.entries[key] = e
+        # a sub-request is never split back toward its parent; the rendezvous may
+        # send sub-requests down the faces its requesters came from (other names)
+        upstream = set(pit_entry.in_records) if req.subset is not None else set()
+        local, remote, unreachable = self.split(req.members(), upstream, req)
+        child_lifetime = max(10, int((e.deadline - now) * 1000))
+        desc = req.desc
+        assert self.node_name is not None or not local
+        for i in local:
+            name = contrib_name(self.node_name or "", desc.members[i].id, desc.group, req.round, req.seg)
+            self._add_child(e, Interest(name, lifetime_ms=child_lifetime), (i,), None)
+        for hop, subset in remote.items():
+            params = request_params(req.desc_wire, subset, req.partial)
+            prefix = e.name.prefix(5)
+            self._add_child(e, Interest.with_params(prefix, params, lifetime_ms=child_lifetime), tuple(subset), hop)
+        for node, subset in unreachable.items():
+            e.problems.append(f"no route to /node/{node} (members {', '.join(desc.member_ids(subset))})")
+        if not e.children:
+            self._finish(e, now)
+            return
+        for child in list(e.children.values()):
+            if e.done:
+                return
+            self._send(child, now)
+        self._arm(e)
+
+    def _admit(self, req: ReduceRequest) -> str:
+        if len(self.entries) >= self.max_entries:
+            return f"aggregation table full ({self.max_entries} entries)"
+        if self.bytes_used >= self.max_bytes:
+            return f"aggregation buffers full ({self.max_bytes} bytes)"
+        group = req.desc.group
+        rounds = {e.request.round for e in self.entries.values() if e.request.desc.group == group}
+        if req.round not in rounds and len(rounds) >= self.max_rounds:
+            return f"too many concurrent rounds of group {group} ({self.max_rounds})"
+        return ""
+
+    def _add_child(self, e: AstEntry, interest: Interest, members: tuple[int, ...], face: int | None) -> None:
+        key = interest.name.comps
+        if key in self.children:  # two aggregations asking the same child: impossible by construction
+            e.problems.append(f"duplicate child request {interest.name}")
+            return
+        child = Child(e, interest, members, face, rto=self._rto(face))
+        e.children[key] = child
+        self.children[key] = child
+        self.counters["agg_children"] += 1
+
+    def _send(self, child: Child, now: float) -> None:
+        child.sent_at = now
+        self.fw.on_incoming_interest(AGGREGATOR_FACE, child.interest, now)
+
+    def _retransmit_due(self, e: AstEntry, now: float) -> None:
+        for child in e.pending():
+            if child.retries >= MAX_RETRIES or e.deadline - now < 0.01:
+                continue
+            if now >= child.sent_at + child.rto:
+                child.retries += 1
+                child.rto = min(child.rto * 2, MAX_RTO)
+                old = child.interest
+                child.interest = Interest(old.name, new_nonce(), max(10, int((e.deadline - now) * 1000)),
+                                          app_params=old.app_params)
+                self.counters["agg_retransmissions"] += 1
+                self._send(child, now)
+                if e.done:
+                    return
+
+    # --- timers -------------------------------------------------------------------------------
+    def _arm(self, e: AstEntry) -> None:
+        """Wake up at the deadline or when the first pending child's RTO runs out."""
+        at = e.deadline
+        for child in e.children.values():
+            if child.state == "pending" and child.retries < MAX_RETRIES:
+                at = min(at, child.sent_at + child.rto)
+        if at < e.timer_at:
+            e.timer_at = at
+            self.fw.schedule(at, self._on_timer, e)
+
+    def _on_timer(self, e: AstEntry, at: float, now: float) -> None:
+        if e.done or at != e.timer_at:
+            return
+        e.timer_at = float("inf")
+        if now >= e.deadline:
+            self._finish(e, now)
+        else:
+            self._retransmit_due(e, now)
+            if not e.done:
+                self._arm(e)
+        self.busy = bool(self.entries or self.children or self.inbox)
+
+    # --- answers from children ------------------------------------------------------------------
+    def _on_child_data(self, data: Data, now: float) -> None:
+        child = self.children.pop(data.name.comps, None)
+        if child is None or child.entry.done:
+            self.counters["agg_late"] += 1
+            return
+        e = child.entry
+        self.counters["agg_child_data"] += 1
+        if child.retries == 0:
+            self._sample(child.face, now - child.sent_at)
+        child.state = "done"
+        names = ", ".join(e.request.desc.member_ids(child.members))
+        if data.content_type == ContentType.ERROR:
+            code, message, layouts = _error_of(data)
+            if code == "mismatch" and layouts:  # decided where all the members are seen
+                for dtype, shape, members in layouts:
+                    e.layouts.setdefault((dtype, shape), []).extend(members)
+            else:
+                e.error = (code, message)
+            if e.error is not None or not e.pending():
+                self._finish(e, now)
+            return
+        req = e.request
+        desc = req.desc
+        try:
+            meta, view = unpack(data.content, seg_bytes=desc.seg_bytes, max_bytes=desc.max_bytes,
+                                n_members=len(desc.members))
+            got = self._check(child, meta)
+        except SegmentError as exc:
+            self.counters["agg_rejected"] += 1
+            child.state = "failed"
+            e.error = ("bad-contribution", f"{data.name}: from {names}: {exc}")
+            self._finish(e, now)
+            return
+        if got & e.contributors:
+            self.counters["agg_duplicates"] += 1
+            child.state = "failed"
+            e.problems.append(f"{names}: already counted")
+        else:
+            layout = meta.layout()
+            e.layouts.setdefault(layout, []).extend(got)
+            if e.layout is None:
+                e.layout, e.nseg = layout, meta.nseg
+                e.acc = view.copy()
+                self.bytes_used += e.acc.nbytes
+            elif layout == e.layout:
+                e.overflow |= combine(req.op, e.acc, view)
+                self.counters["agg_combined"] += 1
+            e.contributors.update(got)
+            e.nonfinite |= meta.nonfinite
+            e.overflow |= meta.overflow
+        if not e.pending():
+            self._finish(e, now)
+
+    def _check(self, child: Child, meta: SegmentMeta) -> set[int]:
+        """The members `meta` says it includes; SegmentError if they cannot be."""
+        req = child.entry.request
+        if meta.seg != req.seg:
+            raise SegmentError(f"answer for segment {meta.seg}, asked for {req.seg}")
+        if child.leaf:
+            if meta.members not in ((), child.members) or meta.partial:
+                raise SegmentError("a contribution must come from exactly its member")
+            return set(child.members)
+        got = set(meta.members)
+        if not got or not got <= set(child.members):
+            raise SegmentError(f"contributors {sorted(got)} are not within the sub-request's members")
+        if not meta.partial and got != set(child.members):
+            raise SegmentError("an answer without the partial flag must include every member asked for")
+        return got
+
+    def _on_child_nack(self, nack: Nack, now: float) -> None:
+        child = self.children.pop(nack.name.comps, None)
+        if child is None or child.entry.done:
+            self.counters["agg_late"] += 1
+            return
+        e = child.entry
+        child.state = "failed"
+        ids = ", ".join(e.request.desc.member_ids(child.members))
+        detail = f": {nack.detail}" if nack.detail else ""
+        e.problems.append(f"{ids}: {nack.reason.label}{detail}")
+        if not e.pending():
+            self._finish(e, now)
+
+    def on_face_down(self, face: int, now: float) -> None:
+        """Children waiting on a face that went away have failed."""
+        for child in list(self.children.values()):
+            if child.face == face and child.state == "pending":
+                self.inbox.append(Nack(child.interest.name, child.interest.nonce, NackReason.NO_ROUTE,
+                                       "next hop went down"))
+                self.busy = True
+
+    # --- results ----------------------------------------------------------------------------------
+    def _finish(self, e: AstEntry, now: float) -> None:
+        e.done = True
+        self.entries.pop(e.key, None)
+        for key, child in e.children.items():
+            if child.state == "pending":
+                self.children.pop(key, None)
+        if e.acc is not None:
+            self.bytes_used -= e.acc.nbytes
+        req = e.request
+        desc = req.desc
+        fw = self.fw
+        body: dict[str, Any] = {}
+        if e.error is None and len(e.layouts) > 1:
+            e.error = ("mismatch", _mismatch(desc, e.layouts))
+            body["layouts"] = [[d, list(shape), members] for (d, shape), members in e.layouts.items()]
+        if e.error is not None:
+            self.counters["agg_errors"] += 1
+            body.update(code=e.error[0], message=e.error[1])
+            error = _digest.sign(Data(e.name, msgpack.packb(body), ContentType.ERROR, freshness_ms=0))
+            fw.on_incoming_data(AGGREGATOR_FACE, error, now)
+            return
+        missing = set(req.members()) - e.contributors
+        if missing and not (req.partial and e.contributors):
+            self.counters["agg_incomplete"] += 1
+            why = "; ".join(e.problems) if e.problems else "no answer by the deadline"
+            detail = (f"round {req.round} segment {req.seg} of {desc.group} is incomplete: "
+                      f"no contribution from {', '.join(desc.member_ids(sorted(missing)))} ({why})")
+            fw.on_incoming_nack(AGGREGATOR_FACE, Nack(e.name, e.nonce, NackReason.NOT_YET, detail[:1000]), now)
+            return
+        assert e.acc is not None and e.layout is not None
+        partial = bool(missing)
+        meta = SegmentMeta(e.layout[0], e.layout[1], e.nseg, req.seg, tuple(sorted(e.contributors)), partial,
+                           e.nonfinite or nonfinite(e.acc), e.overflow)
+        content = pack(meta, e.acc)
+        if partial:
+            self.counters["agg_partials"] += 1
+            data = _digest.sign(Data(e.name, content, ContentType.PARTIAL, freshness_ms=0))
+        else:
+            self.counters["agg_results"] += 1
+            data = Data(e.name, content, ContentType.AGGREGATE, freshness_ms=AGGREGATE_FRESHNESS_MS)
+            data = self.signer(data) if req.subset is None else _digest.sign(data)
+        fw.on_incoming_data(AGGREGATOR_FACE, data, now)
+
+    # --- RTT per next hop (RFC 6298) ---------------------------------------------------------------
+    def _sample(self, face: int | None, rtt: float) -> None:
+        old = self._rtt.get(face)
+        if old is None:
+            self._rtt[face] = (rtt, rtt / 2)
+        else:
+            srtt, var = old
+            self._rtt[face] = (0.875 * srtt + 0.125 * rtt, 0.75 * var + 0.25 * abs(srtt - rtt))
+
+    def _rto(self, face: int | None) -> float:
+        est = self._rtt.get(face)
+        if est is None:
+            return INITIAL_RTO
+        return min(max(est[0] + 4 * est[1], MIN_RTO), MAX_RTO)
+
+    def stats(self) -> dict[str, int]:
+        return {"agg_entries_live": len(self.entries), "agg_children_live": len(self.children),
+                "agg_bytes": self.bytes_used}
+
+
+def _node(node: str) -> tuple[bytes, ...]:
+    return (NODE, generic(node))
+
+
+def _request_comps(req: ReduceRequest) -> tuple[bytes, ...]:
+    from ..reduction.group import aggregate_prefix
+
+    return aggregate_prefix(req.desc.group, req.op, req.round, req.seg).comps[1:5]
+
+
+def _lifetime(interest: Interest) -> float:
+    from .forwarder import clamp_lifetime
+
+    return clamp_lifetime(interest.lifetime_ms)
+
+
+def _margin(lifetime: float) -> float:
+    return min(max(0.1 * lifetime, 0.05), 1.0)
+
+
+def _error_of(data: Data) -> tuple[str, str, list]:
+    """(code, message, layouts) of an error Data; layouts only from a well-formed mismatch."""
+    try:
+        body = msgpack.unpackb(data.content, raw=False, max_bin_len=0, max_str_len=4096)
+        code, message = str(body.get("code", "error")), str(body.get("message", ""))
+    except Exception:
+        return "error", data.content[:200].decode("utf-8", "replace"), []
+    layouts = []
+    for item in body.get("layouts") or []:
+        try:
+            dtype, shape, members = item
+            layouts.append((str(dtype), tuple(int(d) for d in shape), [int(m) for m in members]))
+        except (TypeError, ValueError):
+            return code, message, []
+    return code, message, layouts
+
+
+def _mismatch(desc: Any, layouts: dict[tuple[str, tuple[int, ...]], list[int]]) -> str:
+    """An error naming the members whose dtype/shape differ from the majority's."""
+    ranked = sorted(layouts.items(), key=lambda kv: (-len(kv[1]), min(kv[1])))
+    (major, major_members), others = ranked[0], ranked[1:]
+    odd = ", ".join(f"member {', '.join(desc.member_ids(m))} contributed {np.dtype(l[0])} {l[1]}"
+                    for l, m in others)
+    return (f"contributions disagree: {odd}, but {', '.join(desc.member_ids(major_members))} "
+            f"contributed {np.dtype(major[0])} {major[1]}; contributions must have one dtype and shape")

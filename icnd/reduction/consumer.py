@@ -1,0 +1,243 @@
+"""The client side of reduction: create groups, contribute, fetch aggregates.
+
+Used through `icnd.Client` (`create_group`, `contribute`, `reduce`,
+`allreduce`).  A reduction is fetched segment by segment: segment 0 first
+(it tells the dtype, shape and number of segments), then the rest with a
+window of `window` outstanding requests.  Each request's lifetime ends at the
+call's deadline, and a request is re-sent (new nonce, the remaining
+lifetime) every `RETX` seconds, so a retransmission never moves an
+aggregation's deadline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Sequence
+
+import msgpack
+import numpy as np
+import trio
+
+from ..codec import decode, encode
+from ..errors import Error, Nacked, Timeout
+from ..name import Name
+from ..packet import ContentType, Data, Interest, NackReason
+from ..security import DigestKey
+from .group import CONSUMER_OPS, GroupDescriptor, contrib_name, reduce_interest
+from .segment import SegmentError, SegmentMeta, check_dtype, pack, plan, unpack
+
+if TYPE_CHECKING:
+    from ..client import Client
+
+RETX = 2.0  # seconds between re-sent aggregate requests
+WINDOW = 8
+CONTRIBUTE_WINDOW = 4
+CONTRIB_FRESHNESS_MS = 60_000
+_digest = DigestKey()
+
+
+def _remote_error(data: Data) -> Error:
+    from ..client import _remote_error as convert
+
+    return convert(data)
+
+
+@dataclass
+class Reduced:
+    """The result of `Client.reduce`.
+
+    ``array``: the aggregate (for ``mean``: sum / count, as float);
+    ``contributors``: sorted ids of the members included (in every segment);
+    ``complete``: every member is included; ``partial`` = not complete;
+    ``nonfinite`` / ``overflow``: NaN/Inf present, an integer sum overflowed.
+    """
+
+    array: np.ndarray
+    contributors: list[str]
+    complete: bool
+    count: int
+    group: str = ""
+    round: int = 0
+    op: str = "sum"
+    version: int = 0
+    nonfinite: bool = False
+    overflow: bool = False
+    segment_contributors: list[list[str]] = field(default_factory=list)
+
+    @property
+    def partial(self) -> bool:
+        return not self.complete
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return self.array if dtype is None else self.array.astype(dtype)
+
+
+async def group_descriptor(client: "Client", group: str, version: int | None = None,
+                           ) -> tuple[GroupDescriptor, bytes]:
+    info = await client.command("group", "show", name=group, **({} if version is None else {"version": version}))
+    wire = info["descriptor"]
+    data = decode(wire)
+    assert isinstance(data, Data)
+    return GroupDescriptor.from_data(data), wire
+
+
+async def node_id(client: "Client") -> str:
+    if client.node_id is None:
+        name = Name((await client.status())["name"])
+        client.node_id = name.comps[-1][1:].decode("utf-8", "replace")
+    return client.node_id
+
+
+async def create_group(client: "Client", name: str, members: Sequence[str], *, rendezvous: Sequence[str] | None,
+                       ops: Sequence[str] | None, segment_bytes: int | None, timeout: float) -> dict:
+    args: dict[str, Any] = {"name": name, "members": [str(m) for m in members]}
+    if rendezvous:
+        args["rendezvous"] = list(rendezvous)
+    if ops:
+        args["ops"] = list(ops)
+    if segment_bytes:
+        args["segment_bytes"] = segment_bytes
+    info = await client.command("group", "create", **args)
+    desc = GroupDescriptor.from_data(decode(info["descriptor"]))  # type: ignore[arg-type]
+    key = info.get("key")
+    if key is not None:  # a version this node signed: announce it to the nodes that need it
+        me = await node_id(client)
+        nodes = [n for n in dict.fromkeys([m.node for m in desc.members] + list(desc.rendezvous)) if n != me]
+        params = msgpack.packb({"desc": info["descriptor"], "key": key})
+        failed: list[str] = []
+
+        async def install(node: str) -> None:
+            interest = Interest.with_params(Name(["node", node, "group", "install"]), params,
+                                            lifetime_ms=int(timeout * 1000))
+            try:
+                answer = await client.express(interest, timeout=timeout, retx=None)
+                if answer.content_type == ContentType.ERROR:
+                    raise _remote_error(answer)
+            except Error as exc:
+                failed.append(f"{node} ({exc})")
+
+        async with trio.open_nursery() as nursery:
+            for node in nodes:
+                nursery.start_soon(install, node)
+        if failed:
+            raise Error(f"group {name} version {desc.version} was created at {me} but not installed at "
+                        f"{'; '.join(sorted(failed))}")
+    return {k: v for k, v in info.items() if k not in ("descriptor", "key")}
+
+
+async def contribute(client: "Client", group: str, rnd: int, array: Any, member: str | None) -> dict:
+    desc, _ = await group_descriptor(client, group)
+    me = await node_id(client)
+    member = member or me
+    try:
+        m = desc.members[desc.index(member)]
+    except KeyError:
+        raise ValueError(f"{member} is not a member of group {group} "
+                         f"(members: {', '.join(str(x) for x in desc.members)})") from None
+    if m.node != me:
+        raise ValueError(f"member {member} of group {group} lives on node {m.node}: contribute through "
+                         f"{m.node}'s socket (this client is connected to {me})")
+    arr = np.asarray(array)
+    dt = check_dtype(arr.dtype)
+    arr = np.ascontiguousarray(arr, dtype=dt)  # byte order only, never a change of kind
+    if arr.size == 0:
+        raise ValueError("an empty array cannot be contributed")
+    if arr.nbytes > desc.max_bytes:
+        raise ValueError(f"{arr.nbytes} bytes exceeds group {group}'s limit of {desc.max_bytes} per contribution")
+    seg_elems, nseg, _ = plan(dt, arr.shape, desc.seg_bytes)
+    flat = arr.reshape(-1)
+    segments = trio.Semaphore(CONTRIBUTE_WINDOW)
+    added = 0
+
+    async def send(s: int) -> None:
+        nonlocal added
+        async with segments:
+            meta = SegmentMeta(dt.str, arr.shape, nseg, s)
+            content = pack(meta, flat[s * seg_elems:(s + 1) * seg_elems])
+            data = _digest.sign(Data(contrib_name(m.node, member, group, rnd, s), content,
+                                     freshness_ms=CONTRIB_FRESHNESS_MS))
+            result = await client.command("reduce", "contribute", packets=[encode(data)])
+            added += result["added"]
+
+    async with trio.open_nursery() as nursery:
+        for s in range(nseg):
+            nursery.start_soon(send, s)
+    return {"group": group, "round": rnd, "member": member, "segments": nseg, "added": added,
+            "dtype": dt.str, "shape": list(arr.shape)}
+
+
+async def reduce(client: "Client", group: str, rnd: int, op: str, *, timeout: float, partial: bool,
+                 window: int = WINDOW) -> Reduced:
+    if op not in CONSUMER_OPS:
+        raise ValueError(f"unknown op {op!r}; known: {', '.join(CONSUMER_OPS)}")
+    deadline = trio.current_time() + timeout
+    desc, wire = await group_descriptor(client, group)
+    net_op = "sum" if op == "mean" else op
+    fetch = _Fetcher(client, desc, wire, net_op, rnd, partial, deadline)
+    first = await fetch.segment(0)
+    meta0 = first[0]
+    dt = np.dtype(meta0.dtype)
+    seg_elems, nseg, total = plan(dt, meta0.shape, desc.seg_bytes)
+    out = np.empty(total, dtype=dt)
+    metas: list[SegmentMeta | None] = [None] * nseg
+
+    def place(s: int, meta: SegmentMeta, view: np.ndarray) -> None:
+        if meta.layout() != meta0.layout():
+            raise Error(f"{group} round {rnd}: segment {s} is {meta.describe()}, segment 0 is {meta0.describe()}")
+        out[s * seg_elems:s * seg_elems + len(view)] = view
+        metas[s] = meta
+
+    place(0, *first)
+    if nseg > 1:
+        limit = trio.Semaphore(max(1, window))
+
+        async def one(s: int) -> None:
+            async with limit:
+                place(s, *await fetch.segment(s))
+
+        async with trio.open_nursery() as nursery:
+            for s in range(1, nseg):
+                nursery.start_soon(one, s)
+    per_segment = [desc.member_ids(m.members) for m in metas if m is not None]
+    common = sorted(set.intersection(*(set(ids) for ids in per_segment)))
+    complete = len(common) == len(desc.members)
+    array = out.reshape(meta0.shape)
+    if op == "mean":
+        array = array / np.float64(len(common)) if dt.kind != "f" else array / dt.type(len(common))
+    return Reduced(array, common, complete, len(common), group, rnd, op, desc.version,
+                   any(m.nonfinite for m in metas if m), any(m.overflow for m in metas if m), per_segment)
+
+
+class _Fetcher:
+    def __init__(self, client: "Client", desc: GroupDescriptor, wire: bytes, op: str, rnd: int, partial: bool,
+                 deadline: float) -> None:
+        self.client, self.desc, self.wire, self.op, self.round = client, desc, wire, op, rnd
+        self.partial, self.deadline = partial, deadline
+
+    async def segment(self, s: int) -> tuple[SegmentMeta, np.ndarray]:
+        client, desc = self.client, self.desc
+        while True:
+            remaining = self.deadline - trio.current_time()
+            if remaining <= 0.01:
+                raise Timeout(f"{desc.group} round {self.round} segment {s}: no aggregate by the deadline")
+            interest = reduce_interest(self.wire, desc.group, self.op, self.round, s, partial=self.partial,
+                                       lifetime_ms=max(10, int(remaining * 1000)))
+            try:
+                data = await client.express(interest, timeout=min(remaining, RETX), retx=None)
+            except Timeout:
+                continue
+            except Nacked as exc:
+                if exc.reason == NackReason.NOT_YET.label:
+                    raise Timeout(str(exc)) from None
+                raise
+            if data.content_type == ContentType.ERROR:
+                raise _remote_error(data)
+            await client.verify(data)
+            try:
+                meta, view = unpack(data.content, seg_bytes=desc.seg_bytes, max_bytes=desc.max_bytes,
+                                    n_members=len(desc.members))
+            except SegmentError as exc:
+                raise Error(f"{data.name}: malformed aggregate: {exc}") from None
+            if meta.seg != s or (meta.partial and not self.partial):
+                raise Error(f"{data.name}: not the aggregate asked for")
+            return meta, view

@@ -1,0 +1,291 @@
+"""Reduction groups and the names of reduction.
+
+A group is a signed, versioned descriptor, itself named data
+(``/group/<g>/desc/v=<n>``): the members (each an id and the node that serves
+its contributions), the rendezvous nodes (segment ``s`` of an aggregate
+starts its split at ``rendezvous[s % len(rendezvous)]``, so segment roots are
+spread), the segment size, the ops allowed and the size limit of one
+contribution.  The descriptor's encoding is deterministic (a msgpack array),
+so nodes that build the same group from the same topology file hold the very
+same bytes.
+
+Names (docs/reduction.md):
+
+- aggregate: ``/reduce/<g>/<op>/<round>/seg=<s>/params-sha256=<d>``, whose
+  parameters carry the descriptor (so any forwarder can split the request
+  without knowing the group beforehand, and a new descriptor version names
+  new aggregates: old rounds keep their meaning) and, for a sub-request, the
+  member subset it covers (so different subsets never share a PIT entry);
+- contribution: ``/node/<node>/member/<m>/contrib/<g>/<round>/seg=<s>``,
+  served by the member's node.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import msgpack
+
+from ..codec import decode
+from ..errors import DecodeError
+from ..name import T_GENERIC, T_PARAMS, T_SEGMENT, Name, decode_nonneg, generic, segment, version
+from ..packet import Data, Interest
+
+REDUCE = generic("reduce")
+GROUP = generic("group")
+DESC = generic("desc")
+NODE = generic("node")
+MEMBER = generic("member")
+CONTRIB = generic("contrib")
+
+OPS = ("sum", "max", "min")
+CONSUMER_OPS = OPS + ("mean",)  # mean = sum / count, at the consumer
+IDENT = re.compile(r"[A-Za-z0-9._-]{1,64}\Z")
+MAX_MEMBERS = 256
+DEFAULT_SEG_BYTES = 512 * 1024
+MIN_SEG_BYTES = 1024
+MAX_SEG_BYTES = 960 * 1024  # a segment rides in one contribute command (1 MiB of parameters)
+DEFAULT_MAX_BYTES = 1 << 30  # one contribution
+MAX_ROUND = (1 << 63) - 1
+MAX_SEGMENTS = 1 << 20
+FORMAT = 1
+
+
+def check_ident(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not IDENT.match(value):
+        raise ValueError(f"{what} {value!r} must be 1-64 characters of letters, digits, '.', '_' or '-'")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """A group member: its id and the node that serves its contributions."""
+
+    id: str
+    node: str
+
+    @classmethod
+    def parse(cls, text: str) -> "Member":
+        """``"w1"`` (member w1 on node w1) or ``"w1@b"`` (member w1 on node b)."""
+        if not isinstance(text, str):
+            raise ValueError(f"member {text!r} must be a string like 'w1' or 'w1@node'")
+        ident, _, node = text.partition("@")
+        return cls(check_ident(ident, "member id"), check_ident(node or ident, "member node"))
+
+    def __str__(self) -> str:
+        return self.id if self.id == self.node else f"{self.id}@{self.node}"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescriptor:
+    group: str
+    version: int
+    members: tuple[Member, ...]
+    rendezvous: tuple[str, ...]
+    ops: tuple[str, ...] = OPS
+    seg_bytes: int = DEFAULT_SEG_BYTES
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+    @classmethod
+    def create(cls, group: str, members: Sequence[str | Member], *, version: int = 1,
+               rendezvous: Sequence[str] | None = None, ops: Sequence[str] | None = None,
+               seg_bytes: int | None = None, max_bytes: int | None = None) -> "GroupDescriptor":
+        """A validated descriptor; ValueError says what is wrong."""
+        parsed = tuple(m if isinstance(m, Member) else Member.parse(m) for m in members)
+        nodes = tuple(dict.fromkeys(m.node for m in parsed))
+        desc = cls(group, version, parsed, tuple(rendezvous) if rendezvous else nodes,
+                   tuple(ops) if ops else OPS, seg_bytes or DEFAULT_SEG_BYTES, max_bytes or DEFAULT_MAX_BYTES)
+        desc.validate()
+        return desc
+
+    def validate(self) -> None:
+        check_ident(self.group, "group name")
+        if type(self.version) is not int or not 1 <= self.version <= MAX_ROUND:
+            raise ValueError(f"group {self.group}: version must be a positive integer")
+        if not self.members:
+            raise ValueError(f"group {self.group}: a group needs at least one member")
+        if len(self.members) > MAX_MEMBERS:
+            raise ValueError(f"group {self.group}: {len(self.members)} members; at most {MAX_MEMBERS}")
+        seen: set[str] = set()
+        for m in self.members:
+            check_ident(m.id, "member id")
+            check_ident(m.node, "member node")
+            if m.id in seen:
+                raise ValueError(f"group {self.group}: member {m.id} appears twice")
+            seen.add(m.id)
+        if not self.rendezvous or len(self.rendezvous) > MAX_MEMBERS:
+            raise ValueError(f"group {self.group}: rendezvous must name 1-{MAX_MEMBERS} nodes")
+        for node in self.rendezvous:
+            check_ident(node, "rendezvous node")
+        if not self.ops or any(op not in OPS for op in self.ops) or len(set(self.ops)) != len(self.ops):
+            raise ValueError(f"group {self.group}: ops must be some of {', '.join(OPS)}")
+        if type(self.seg_bytes) is not int or not MIN_SEG_BYTES <= self.seg_bytes <= MAX_SEG_BYTES:
+            raise ValueError(f"group {self.group}: segment size must be {MIN_SEG_BYTES}..{MAX_SEG_BYTES} bytes")
+        if type(self.max_bytes) is not int or self.max_bytes < 1:
+            raise ValueError(f"group {self.group}: max_bytes must be a positive integer")
+
+    # --- encoding --------------------------------------------------------------------
+    def to_content(self) -> bytes:
+        return msgpack.packb([
+            FORMAT, self.group, self.version, [[m.id, m.node] for m in self.members],
+            list(self.rendezvous), list(self.ops), self.seg_bytes, self.max_bytes,
+        ])
+
+    @classmethod
+    def from_content(cls, content: bytes) -> "GroupDescriptor":
+        try:
+            fields = msgpack.unpackb(content, raw=False, max_bin_len=0, max_str_len=256,
+                                     max_array_len=MAX_MEMBERS * 2 + 16, max_map_len=0)
+        except Exception as exc:
+            raise ValueError(f"malformed group descriptor: {exc}") from None
+        if not isinstance(fields, list) or len(fields) != 8 or fields[0] != FORMAT:
+            raise ValueError("malformed group descriptor: not a format-1 descriptor")
+        _, group, ver, members, rendezvous, ops, seg_bytes, max_bytes = fields
+        if not isinstance(members, list) or not all(
+                isinstance(m, list) and len(m) == 2 and all(isinstance(x, str) for x in m) for m in members):
+            raise ValueError("malformed group descriptor: members")
+        if not isinstance(rendezvous, list) or not isinstance(ops, list):
+            raise ValueError("malformed group descriptor: rendezvous or ops")
+        desc = cls(group, ver, tuple(Member(i, n) for i, n in members), tuple(rendezvous), tuple(ops),
+                   seg_bytes, max_bytes)
+        desc.validate()
+        return desc
+
+    def data_name(self) -> Name:
+        return Name.from_wire((GROUP, generic(self.group), DESC, version(self.version)))
+
+    def to_data(self, freshness_ms: int = 3_600_000) -> Data:
+        """The descriptor as (unsigned) Data; the caller signs it."""
+        return Data(self.data_name(), self.to_content(), freshness_ms=freshness_ms)
+
+    @classmethod
+    def from_data(cls, data: Data) -> "GroupDescriptor":
+        desc = cls.from_content(data.content)
+        if data.name.comps != desc.data_name().comps:
+            raise ValueError(f"group descriptor named {data.name} describes {desc.data_name()}")
+        return desc
+
+    # --- queries -----------------------------------------------------------------------
+    def index(self, member: str) -> int:
+        for i, m in enumerate(self.members):
+            if m.id == member:
+                return i
+        raise KeyError(member)
+
+    def rendezvous_for(self, seg: int) -> str:
+        return self.rendezvous[seg % len(self.rendezvous)]
+
+    def member_ids(self, indices: Sequence[int]) -> list[str]:
+        return sorted(self.members[i].id for i in indices)
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "group": self.group, "version": self.version, "members": [str(m) for m in self.members],
+            "rendezvous": list(self.rendezvous), "ops": list(self.ops), "segment_bytes": self.seg_bytes,
+            "max_bytes": self.max_bytes, "name": self.data_name().to_uri(),
+        }
+
+
+# --- aggregate names ----------------------------------------------------------------------
+def _round_comp(rnd: int) -> bytes:
+    if type(rnd) is not int or not 0 <= rnd <= MAX_ROUND:
+        raise ValueError(f"round must be an integer 0..{MAX_ROUND}, not {rnd!r}")
+    return generic(str(rnd))
+
+
+def aggregate_prefix(group: str, op: str, rnd: int, seg: int) -> Name:
+    return Name.from_wire((REDUCE, generic(group), generic(op), _round_comp(rnd), segment(seg)))
+
+
+def request_params(desc_wire: bytes, subset: Sequence[int] | None, partial: bool) -> bytes:
+    return msgpack.packb({"d": desc_wire, "m": list(subset) if subset is not None else None, "p": partial})
+
+
+def reduce_interest(desc_wire: bytes, group: str, op: str, rnd: int, seg: int, *,
+                    subset: Sequence[int] | None = None, partial: bool = False, lifetime_ms: int = 4000,
+                    ) -> Interest:
+    return Interest.with_params(aggregate_prefix(group, op, rnd, seg), request_params(desc_wire, subset, partial),
+                                lifetime_ms=lifetime_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class ReduceRequest:
+    """A parsed reduction Interest."""
+
+    desc: GroupDescriptor
+    desc_wire: bytes
+    op: str
+    round: int
+    seg: int
+    subset: tuple[int, ...] | None  # None: the whole group (a request for the aggregate)
+    partial: bool
+
+    def members(self) -> tuple[int, ...]:
+        return self.subset if self.subset is not None else tuple(range(len(self.desc.members)))
+
+    @classmethod
+    def parse(cls, interest: Interest) -> "ReduceRequest":
+        """ValueError (with the reason) unless `interest` is a well-formed reduction request."""
+        comps = interest.name.comps
+        if len(comps) != 6 or comps[0] != REDUCE or comps[4][0] != T_SEGMENT or comps[5][0] != T_PARAMS:
+            raise ValueError("a reduction name is /reduce/<group>/<op>/<round>/seg=<s>/params-sha256=<d>")
+        if any(c[0] != T_GENERIC for c in comps[1:4]):
+            raise ValueError("group, op and round must be generic components")
+        if not interest.params_ok():
+            raise ValueError("parameters do not match params-sha256")
+        group, op, rnd_text = (c[1:].decode("ascii", "replace") for c in comps[1:4])
+        if op not in OPS:
+            raise ValueError(f"unknown reduction op {op!r}; known: {', '.join(OPS)}")
+        if not rnd_text.isdigit() or len(rnd_text) > 19 or int(rnd_text) > MAX_ROUND or str(int(rnd_text)) != rnd_text:
+            raise ValueError(f"round {rnd_text!r} is not a non-negative integer")
+        seg = decode_nonneg(comps[4][1:])
+        if seg >= MAX_SEGMENTS:
+            raise ValueError(f"segment {seg} is beyond the limit ({MAX_SEGMENTS})")
+        try:
+            params = msgpack.unpackb(interest.app_params or b"", raw=False, max_array_len=MAX_MEMBERS,
+                                     max_map_len=8, max_str_len=8)
+        except Exception as exc:
+            raise ValueError(f"malformed reduction parameters: {exc}") from None
+        if not isinstance(params, dict) or not isinstance(params.get("d"), bytes):
+            raise ValueError("reduction parameters need the group descriptor")
+        try:
+            desc_data = decode(params["d"])
+        except DecodeError as exc:
+            raise ValueError(f"malformed group descriptor: {exc}") from None
+        if not isinstance(desc_data, Data):
+            raise ValueError("the group descriptor must be Data")
+        desc = GroupDescriptor.from_data(desc_data)
+        if desc.group != group:
+            raise ValueError(f"descriptor of group {desc.group} in a request for group {group}")
+        if op not in desc.ops:
+            raise ValueError(f"group {group} does not allow op {op!r} (allowed: {', '.join(desc.ops)})")
+        subset = params.get("m")
+        if subset is not None:
+            if (not isinstance(subset, list) or not subset or any(type(i) is not int for i in subset)
+                    or subset != sorted(set(subset)) or subset[0] < 0 or subset[-1] >= len(desc.members)):
+                raise ValueError("member subset must be sorted, distinct member indices")
+            subset = tuple(subset)
+        partial = params.get("p", False)
+        if type(partial) is not bool:
+            raise ValueError("partial flag must be a boolean")
+        return cls(desc, params["d"], op, int(rnd_text), seg, subset, partial)
+
+
+# --- contribution names ---------------------------------------------------------------------
+def contrib_name(node: str, member: str, group: str, rnd: int, seg: int) -> Name:
+    return Name.from_wire((NODE, generic(node), MEMBER, generic(member), CONTRIB, generic(group),
+                           _round_comp(rnd), segment(seg)))
+
+
+def parse_contrib_name(comps: tuple[bytes, ...]) -> tuple[str, str, int, int] | None:
+    """(member, group, round, seg) of a contribution name, None if it is not one."""
+    if (len(comps) != 8 or comps[0] != NODE or comps[2] != MEMBER or comps[4] != CONTRIB
+            or comps[7][0] != T_SEGMENT or any(comps[i][0] != T_GENERIC for i in (3, 5, 6))):
+        return None
+    rnd = comps[6][1:]
+    if not rnd.isdigit() or len(rnd) > 19:
+        return None
+    return comps[3][1:].decode("ascii", "replace"), comps[5][1:].decode("ascii", "replace"), int(rnd), \
+        decode_nonneg(comps[7][1:])
