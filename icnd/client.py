@@ -573,16 +573,17 @@ class Client:
         return await contribute(self, group, round, array, member)
 
     async def reduce(self, group: str, round: int, op: str = "sum", *, timeout: float = 10.0,
-                     partial: bool = False) -> Any:
+                     partial: bool = False, version: int | None = None) -> Any:
         """The aggregate of `round` of `group` under `op` (sum, max, min, mean),
         combined in the network: an `icnd.Reduced`.  Without `partial`, a
         round some member has not contributed to raises Timeout at the
         deadline; with it, what arrived comes back flagged (``complete=False``).
         Contributions that disagree in dtype or shape raise RemoteError naming
-        the odd members."""
+        the odd members.  `version` picks a group version other than the
+        latest (the aggregate of an old round under its old membership)."""
         from .reduction.consumer import reduce
 
-        return await reduce(self, group, round, op, timeout=timeout, partial=partial)
+        return await reduce(self, group, round, op, timeout=timeout, partial=partial, version=version)
 
     async def allreduce(self, group: str, round: int, array: Any, op: str = "sum", *, member: str | None = None,
                         timeout: float = 10.0) -> Any:

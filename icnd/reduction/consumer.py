@@ -12,7 +12,8 @@ aggregation's deadline.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from functools import partial as bind
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
 import msgpack
 import numpy as np
@@ -34,6 +35,33 @@ WINDOW = 8
 CONTRIBUTE_WINDOW = 4
 CONTRIB_FRESHNESS_MS = 60_000
 _digest = DigestKey()
+
+
+async def _run_all(jobs: list[Callable[[], Awaitable[None]]], limit: int) -> None:
+    """Run `jobs`, at most `limit` at once; the first failure cancels the
+    others and is raised as itself (not inside an ExceptionGroup)."""
+    if len(jobs) == 1:
+        await jobs[0]()
+        return
+    slots = trio.Semaphore(limit)
+
+    async def one(job: Callable[[], Awaitable[None]]) -> None:
+        async with slots:
+            await job()
+
+    try:
+        async with trio.open_nursery() as nursery:
+            for job in jobs:
+                nursery.start_soon(one, job)
+    except BaseExceptionGroup as group:
+        raise _first(group) from None
+
+
+def _first(exc: BaseException) -> BaseException:
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = [_first(e) for e in exc.exceptions]
+        return next((e for e in leaves if not isinstance(e, trio.Cancelled)), leaves[0])
+    return exc
 
 
 def _remote_error(data: Data) -> Error:
@@ -116,9 +144,8 @@ async def create_group(client: "Client", name: str, members: Sequence[str], *, r
             except Error as exc:
                 failed.append(f"{node} ({exc})")
 
-        async with trio.open_nursery() as nursery:
-            for node in nodes:
-                nursery.start_soon(install, node)
+        if nodes:
+            await _run_all([bind(install, node) for node in nodes], len(nodes))
         if failed:
             raise Error(f"group {name} version {desc.version} was created at {me} but not installed at "
                         f"{'; '.join(sorted(failed))}")
@@ -146,32 +173,28 @@ async def contribute(client: "Client", group: str, rnd: int, array: Any, member:
         raise ValueError(f"{arr.nbytes} bytes exceeds group {group}'s limit of {desc.max_bytes} per contribution")
     seg_elems, nseg, _ = plan(dt, arr.shape, desc.seg_bytes)
     flat = arr.reshape(-1)
-    segments = trio.Semaphore(CONTRIBUTE_WINDOW)
     added = 0
 
     async def send(s: int) -> None:
         nonlocal added
-        async with segments:
-            meta = SegmentMeta(dt.str, arr.shape, nseg, s)
-            content = pack(meta, flat[s * seg_elems:(s + 1) * seg_elems])
-            data = _digest.sign(Data(contrib_name(m.node, member, group, rnd, s), content,
-                                     freshness_ms=CONTRIB_FRESHNESS_MS))
-            result = await client.command("reduce", "contribute", packets=[encode(data)])
-            added += result["added"]
+        meta = SegmentMeta(dt.str, arr.shape, nseg, s)
+        content = pack(meta, flat[s * seg_elems:(s + 1) * seg_elems])
+        data = _digest.sign(Data(contrib_name(m.node, member, group, rnd, s), content,
+                                 freshness_ms=CONTRIB_FRESHNESS_MS))
+        result = await client.command("reduce", "contribute", packets=[encode(data)])
+        added += result["added"]
 
-    async with trio.open_nursery() as nursery:
-        for s in range(nseg):
-            nursery.start_soon(send, s)
+    await _run_all([bind(send, s) for s in range(nseg)], CONTRIBUTE_WINDOW)
     return {"group": group, "round": rnd, "member": member, "segments": nseg, "added": added,
             "dtype": dt.str, "shape": list(arr.shape)}
 
 
 async def reduce(client: "Client", group: str, rnd: int, op: str, *, timeout: float, partial: bool,
-                 window: int = WINDOW) -> Reduced:
+                 version: int | None = None, window: int = WINDOW) -> Reduced:
     if op not in CONSUMER_OPS:
         raise ValueError(f"unknown op {op!r}; known: {', '.join(CONSUMER_OPS)}")
     deadline = trio.current_time() + timeout
-    desc, wire = await group_descriptor(client, group)
+    desc, wire = await group_descriptor(client, group, version)
     net_op = "sum" if op == "mean" else op
     fetch = _Fetcher(client, desc, wire, net_op, rnd, partial, deadline)
     first = await fetch.segment(0)
@@ -188,16 +211,12 @@ async def reduce(client: "Client", group: str, rnd: int, op: str, *, timeout: fl
         metas[s] = meta
 
     place(0, *first)
+
+    async def one(s: int) -> None:
+        place(s, *await fetch.segment(s))
+
     if nseg > 1:
-        limit = trio.Semaphore(max(1, window))
-
-        async def one(s: int) -> None:
-            async with limit:
-                place(s, *await fetch.segment(s))
-
-        async with trio.open_nursery() as nursery:
-            for s in range(1, nseg):
-                nursery.start_soon(one, s)
+        await _run_all([bind(one, s) for s in range(1, nseg)], max(1, window))
     per_segment = [desc.member_ids(m.members) for m in metas if m is not None]
     common = sorted(set.intersection(*(set(ids) for ids in per_segment)))
     complete = len(common) == len(desc.members)

@@ -1,0 +1,210 @@
+"""Collective reduction across real daemons: topologies/reduce5.toml, five
+members under two aggregation levels (r -> a1, a2 -> w1..w5) with a
+redundant a1 - a2 link."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import trio
+
+import icnd
+from icnd.client import CommandFailed
+from icnd.topology import launch
+
+TOPOLOGY = Path(__file__).resolve().parents[2] / "topologies" / "reduce5.toml"
+MEMBERS = ["w1", "w2", "w3", "w4", "w5"]
+
+
+@pytest.fixture
+async def net():
+    async with launch(str(TOPOLOGY)) as network:
+        yield network
+
+
+async def clients(net) -> dict[str, icnd.Client]:
+    return {m: await net.connect(m) for m in MEMBERS}
+
+
+async def counters(net, node: str) -> dict[str, int]:
+    return (await (await net.connect(node)).status())["counters"]
+
+
+async def test_sum_max_min_exact_and_combined_in_the_network(net) -> None:
+    cs = await clients(net)
+    rng = np.random.default_rng(5)
+    ints = {m: rng.integers(-10**12, 10**12, 1000) for m in MEMBERS}
+    floats = {m: rng.standard_normal(300_000).astype(np.float32) for m in MEMBERS}  # 1.2 MB: 3 segments
+    for m, c in cs.items():
+        await c.contribute("workers", 1, ints[m])
+        await c.contribute("workers", 2, floats[m])
+    stacked = np.stack([ints[m] for m in MEMBERS])
+    for op, expected in (("sum", stacked.sum(0)), ("max", stacked.max(0)), ("min", stacked.min(0))):
+        r = await cs["w2"].reduce("workers", 1, op)
+        assert r.complete and r.contributors == MEMBERS and r.count == 5
+        assert r.array.dtype == np.int64 and r.array.tobytes() == expected.tobytes()
+    before = await counters(net, "r")
+    r = await cs["w4"].reduce("workers", 2, "sum")
+    after = await counters(net, "r")
+    np.testing.assert_allclose(r.array, np.stack([floats[m] for m in MEMBERS]).sum(0), rtol=1e-5, atol=1e-4)
+    assert r.array.dtype == np.float32 and r.contributors == MEMBERS and not r.nonfinite
+    segments = len(r.segment_contributors)
+    assert segments == 3
+    # in-network combining: the root heard one answer per child (a1, a2) per segment, not one per member
+    assert after["agg_child_data"] - before["agg_child_data"] == 2 * segments
+    assert after["agg_roots"] - before["agg_roots"] == segments
+    mean = await cs["w1"].reduce("workers", 1, "mean")
+    np.testing.assert_allclose(mean.array, stacked.mean(0))
+
+
+async def test_allreduce_gives_every_member_identical_bytes(net) -> None:
+    cs = await clients(net)
+    rng = np.random.default_rng(9)
+    xs = {m: rng.standard_normal(200_000).astype(np.float32) for m in MEMBERS}
+    results: dict[str, np.ndarray] = {}
+    before = await counters(net, "r")
+
+    async def member(m: str) -> None:
+        results[m] = await cs[m].allreduce("workers", 3, xs[m], "sum", timeout=20)
+
+    async with trio.open_nursery() as nursery:
+        for m in MEMBERS:
+            nursery.start_soon(member, m)
+    assert len({results[m].tobytes() for m in MEMBERS}) == 1
+    np.testing.assert_allclose(results["w1"], np.stack(list(xs.values())).sum(0), rtol=1e-5, atol=1e-4)
+    after = await counters(net, "r")
+    nseg = -(-200_000 * 4 // (512 * 1024))
+    # one computation for all five requesters: each segment combined once at the root
+    assert after["agg_roots"] - before["agg_roots"] == nseg
+
+
+async def test_missing_member_timeout_partial_then_complete(net) -> None:
+    cs = await clients(net)
+    xs = {m: np.full(64, i + 1, np.int64) for i, m in enumerate(MEMBERS)}
+    for m in MEMBERS[:4]:
+        await cs[m].contribute("workers", 4, xs[m])
+    with pytest.raises(icnd.Timeout, match="w5"):
+        await cs["w1"].reduce("workers", 4, timeout=1.5)
+    partial = await cs["w1"].reduce("workers", 4, timeout=1.5, partial=True)
+    assert not partial.complete and partial.partial and partial.contributors == MEMBERS[:4]
+    assert partial.array.tolist() == [10] * 64
+    await cs["w5"].contribute("workers", 4, xs["w5"])
+    full = await cs["w3"].reduce("workers", 4, timeout=5)
+    assert full.complete and full.contributors == MEMBERS and full.array.tolist() == [15] * 64
+
+
+async def test_waiting_reduce_completes_when_the_straggler_contributes(net) -> None:
+    cs = await clients(net)
+    for m in MEMBERS[1:]:
+        await cs[m].contribute("workers", 5, np.ones(8, np.float32))
+    async with trio.open_nursery() as nursery:
+        result = {}
+
+        async def waiter() -> None:
+            result["r"] = await cs["w4"].reduce("workers", 5, timeout=8)
+
+        nursery.start_soon(waiter)
+        await trio.sleep(1.0)
+        await cs["w1"].contribute("workers", 5, np.ones(8, np.float32))
+    assert result["r"].complete and result["r"].array.tolist() == [5.0] * 8
+
+
+async def test_mismatched_contributions_name_the_member(net) -> None:
+    cs = await clients(net)
+    for m in MEMBERS:
+        dtype = np.float64 if m == "w3" else np.float32
+        await cs[m].contribute("workers", 6, np.ones(16, dtype))
+    with pytest.raises(icnd.RemoteError, match="member w3 contributed float64") as info:
+        await cs["w1"].reduce("workers", 6)
+    assert info.value.code == "mismatch"
+    for m in MEMBERS:
+        shape = (4, 5) if m == "w5" else (4, 4)
+        await cs[m].contribute("workers", 7, np.ones(shape, np.int32))
+    with pytest.raises(icnd.RemoteError, match=r"member w5 contributed int32 \(4, 5\)"):
+        await cs["w2"].reduce("workers", 7)
+
+
+async def test_bad_contributions_are_refused(net) -> None:
+    c = (await clients(net))["w1"]
+    x = np.arange(10, dtype=np.int64)
+    with pytest.raises(ValueError, match="not a member"):
+        await c.contribute("workers", 8, x, member="w9")
+    with pytest.raises(ValueError, match="lives on node w2"):
+        await c.contribute("workers", 8, x, member="w2")
+    with pytest.raises(ValueError, match="cannot be reduced"):
+        await c.contribute("workers", 8, np.array(["a", "b"], dtype=object))
+    with pytest.raises(ValueError, match="empty"):
+        await c.contribute("workers", 8, np.zeros(0))
+    with pytest.raises(CommandFailed, match="unknown group"):
+        await c.contribute("nosuch", 8, x)
+    await c.contribute("workers", 8, x)
+    await c.contribute("workers", 8, x)  # the same again: idempotent
+    with pytest.raises(CommandFailed, match="immutable"):
+        await c.contribute("workers", 8, x + 1)
+    with pytest.raises(CommandFailed, match="too far ahead"):
+        await c.contribute("workers", 10**6, x)
+    with pytest.raises(ValueError, match="unknown op"):
+        await c.reduce("workers", 8, "avg")
+    # the node checks too, whatever a client sends it
+    from icnd.reduction.group import contrib_name
+    from icnd.reduction.segment import SegmentMeta, pack
+
+    def raw(member: str, content: bytes) -> bytes:
+        return icnd.encode(icnd.Data(contrib_name("w1", member, "workers", 9, 0), content))
+
+    good = pack(SegmentMeta("<i8", (10,), 1, 0), x)
+    with pytest.raises(CommandFailed, match="w9 is not a member"):
+        await c.command("reduce", "contribute", packets=[raw("w9", good)])
+    with pytest.raises(CommandFailed, match="lives on node w2"):
+        await c.command("reduce", "contribute", packets=[raw("w2", good)])
+    huge = pack(SegmentMeta("<f4", (1 << 40,), 1, 0), x)  # claims a 4 TiB array
+    with pytest.raises(CommandFailed, match="outside the group's limit"):
+        await c.command("reduce", "contribute", packets=[raw("w1", huge)])
+    with pytest.raises(CommandFailed, match="carries"):
+        await c.command("reduce", "contribute", packets=[raw("w1", good[:-8])])
+    status = await c.status()
+    assert status["counters"]["contrib_refused"] == 6
+
+
+async def test_groups_made_by_clients_are_versioned(net) -> None:
+    c1 = await net.connect("w1")
+    info = await c1.create_group("pair", ["w1", "w4", "extra@w5"], rendezvous=["a2"])
+    assert info["version"] == 1 and info["members"] == ["w1", "w4", "extra@w5"]
+    again = await c1.create_group("pair", ["w1", "w4", "extra@w5"], rendezvous=["a2"])
+    assert again["version"] == 1  # the same contents: the same version
+    cs = {"w1": c1, "w4": await net.connect("w4"), "w5": await net.connect("w5")}
+    await cs["w1"].contribute("pair", 1, np.ones(4))
+    await cs["w4"].contribute("pair", 1, np.ones(4))
+    await cs["w5"].contribute("pair", 1, np.ones(4), member="extra")
+    r = await cs["w4"].reduce("pair", 1)
+    assert r.contributors == ["extra", "w1", "w4"] and r.array.tolist() == [3.0] * 4
+    v2 = await c1.create_group("pair", ["w1", "w4"], rendezvous=["a2"])
+    assert v2["version"] == 2
+    assert (await cs["w4"].group("pair"))["version"] == 2  # announced to the members' nodes
+    await cs["w1"].contribute("pair", 2, np.ones(4))
+    await cs["w4"].contribute("pair", 2, np.ones(4))
+    r2 = await cs["w1"].reduce("pair", 2)
+    assert r2.contributors == ["w1", "w4"] and r2.array.tolist() == [2.0] * 4
+    old = await cs["w1"].reduce("pair", 1, version=1)  # round 1 keeps its meaning
+    assert old.contributors == ["extra", "w1", "w4"] and old.array.tolist() == [3.0] * 4
+    with pytest.raises(CommandFailed, match="unknown group"):
+        await (await net.connect("r")).reduce("pair", 1)
+
+
+def test_sync_facade_reduces(tmp_path) -> None:
+    async def main() -> None:
+        async with launch(str(TOPOLOGY)) as network:
+            cs = await clients(network)
+            for i, m in enumerate(MEMBERS):
+                await cs[m].contribute("workers", 1, np.full(3, i, np.int32))
+            sock = network.nodes["r"].socket
+
+            def blocking() -> list:
+                with icnd.sync.connect(sock) as c:
+                    return c.reduce("workers", 1, "max").array.tolist()
+
+            assert await trio.to_thread.run_sync(blocking) == [4, 4, 4]
+
+    trio.run(main)
