@@ -467,6 +467,112 @@ def cmd_call(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_npy(path: str) -> Any:
+    import numpy as np
+
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise CliError(f"{path}: not a readable .npy array ({exc})", 1) from None
+
+
+def cmd_reduce(args: argparse.Namespace) -> int:
+    async def run() -> Any:
+        async with connect(args.socket) as client:
+            return await client.reduce(args.group, args.round, args.op, timeout=args.timeout,
+                                       partial=args.partial, version=args.version)
+
+    try:
+        r = trio.run(run)
+    except ValueError as exc:
+        raise CliError(f"reduce {args.group}: {exc}") from None
+    import numpy as np
+
+    summary = {"group": r.group, "version": r.version, "round": r.round, "op": r.op, "dtype": str(r.array.dtype),
+               "shape": list(r.array.shape), "count": r.count, "contributors": r.contributors,
+               "complete": r.complete, "nonfinite": r.nonfinite, "overflow": r.overflow}
+    if args.output:
+        np.save(args.output, r.array, allow_pickle=False)
+        summary["output"] = args.output
+    if args.json:
+        if not args.output:
+            summary["array"] = _jsonable(r.array)
+        _print_json(summary)
+        return 0
+    state = "complete" if r.complete else "PARTIAL"
+    print(f"{r.op} of {r.group} round {r.round}: {r.array.dtype} {r.array.shape}, {state}, "
+          f"{r.count} contributor(s): {', '.join(r.contributors)}")
+    for flag in ("nonfinite", "overflow"):
+        if summary[flag]:
+            print(f"warning: {flag} values in the aggregate")
+    if args.output:
+        print(f"saved to {args.output}")
+    else:
+        print(r.array)
+    return 0
+
+
+def cmd_contribute(args: argparse.Namespace) -> int:
+    array = _load_npy(args.file)
+
+    async def run() -> Any:
+        async with connect(args.socket) as client:
+            return await client.contribute(args.group, args.round, array, member=args.member)
+
+    try:
+        result = trio.run(run)
+    except ValueError as exc:
+        raise CliError(f"contribute to {args.group}: {exc}") from None
+    if args.json:
+        _print_json(result)
+    else:
+        print(f"{result['member']} contributed {result['dtype']} {tuple(result['shape'])} to {result['group']} "
+              f"round {result['round']} ({result['segments']} segment(s))")
+    return 0
+
+
+def _print_group(info: dict) -> None:
+    rows = [("group", info["group"]), ("version", info["version"]), ("name", info["name"]),
+            ("members", ", ".join(info["members"])), ("rendezvous", ", ".join(info["rendezvous"])),
+            ("ops", ", ".join(info["ops"])), ("segment bytes", info["segment_bytes"]),
+            ("max bytes", info["max_bytes"])]
+    print(format_table(rows))
+
+
+def cmd_group_create(args: argparse.Namespace) -> int:
+    async def run() -> Any:
+        async with connect(args.socket) as client:
+            return await client.create_group(args.name, args.members, rendezvous=args.rendezvous,
+                                             segment_bytes=args.segment_bytes)
+
+    info = trio.run(run)
+    if args.json:
+        _print_json(info)
+    else:
+        _print_group(info)
+    return 0
+
+
+def cmd_group_show(args: argparse.Namespace) -> int:
+    info = _mgmt(args, "group", "show", name=args.name, **({} if args.version is None else {"version": args.version}))
+    info.pop("descriptor", None)
+    if args.json:
+        _print_json(info)
+    else:
+        _print_group(info)
+    return 0
+
+
+def cmd_group_list(args: argparse.Namespace) -> int:
+    groups = _mgmt(args, "group", "list")
+    if args.json:
+        _print_json(groups)
+    else:
+        print(format_table([(g["group"], g["version"], len(g["members"]), ", ".join(g["rendezvous"]))
+                            for g in groups], ("GROUP", "VERSION", "MEMBERS", "RENDEZVOUS")))
+    return 0
+
+
 def cmd_ping(args: argparse.Namespace) -> int:
     return trio.run(_ping, args)
 
@@ -763,6 +869,49 @@ def build_parser() -> argparse.ArgumentParser:
                    help="give up after S seconds (default: 60)")
     p.add_argument("-o", "--output", metavar="FILE.npy", help="save an array result to FILE.npy")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    # icnd reduce / contribute / group
+    p = command(
+        sub, "reduce", cmd_reduce, "fetch the aggregate of a reduction round", parents=mgmt,
+        description="Fetch the aggregate (element-wise sum, max, min or mean) of the arrays the members of "
+        "GROUP contributed to ROUND, combined in the network on the way (docs/reduction.md). Prints the "
+        "contributors and the array, or saves it with -o. Exit 1 if the round is incomplete at the deadline "
+        "(unless --partial) or contributions disagree in dtype or shape.",
+    )
+    p.add_argument("group", metavar="GROUP", help="reduction group name")
+    p.add_argument("round", metavar="ROUND", type=_nonneg_int, help="round number")
+    p.add_argument("--op", choices=("sum", "max", "min", "mean"), default="sum", help="operation (default: sum)")
+    p.add_argument("-o", "--output", metavar="FILE.npy", help="save the aggregate to FILE.npy")
+    p.add_argument("--partial", action="store_true",
+                   help="accept a partial aggregate (flagged) if some members have not contributed by the deadline")
+    p.add_argument("--timeout", type=_positive_seconds, default=10.0, metavar="S",
+                   help="give up after S seconds (default: 10)")
+    p.add_argument("--version", type=_positive_int, metavar="N", help="group version (default: the latest)")
+    p = command(
+        sub, "contribute", cmd_contribute, "contribute an array to a reduction round", parents=mgmt,
+        description="Make the array in FILE.npy MEMBER's contribution to ROUND of GROUP, served by this "
+        "node (never pickled). MEMBER defaults to the node's name.",
+    )
+    p.add_argument("group", metavar="GROUP", help="reduction group name")
+    p.add_argument("round", metavar="ROUND", type=_nonneg_int, help="round number")
+    p.add_argument("file", metavar="FILE.npy", help="the array (numpy .npy format)")
+    p.add_argument("--member", metavar="ID", help="member id (default: this node's name)")
+    group = command(sub, "group", None, "create and inspect reduction groups",  # type: ignore[arg-type]
+                    description="Reduction groups: signed, versioned descriptors of members and rendezvous nodes.")
+    group_sub = group.add_subparsers(dest="group_command", metavar="ACTION", required=True)
+    p = command(group_sub, "create", cmd_group_create, "create a group (or a new version of it)", parents=mgmt,
+                description="Create group NAME with MEMBERs (ID, the member on node ID, or ID@NODE), signed by "
+                "this node and announced to every member's node; the same contents again keep the version.")
+    p.add_argument("name", metavar="NAME", help="group name")
+    p.add_argument("members", metavar="MEMBER", nargs="+", help="member ID or ID@NODE")
+    p.add_argument("--rendezvous", metavar="NODE", action="append",
+                   help="a node where splits start (repeatable; default: the members' nodes)")
+    p.add_argument("--segment-bytes", type=_positive_int, metavar="N",
+                   help="segment size in bytes (default: 524288)")
+    p = command(group_sub, "show", cmd_group_show, "show a group's descriptor", parents=mgmt)
+    p.add_argument("name", metavar="NAME", help="group name")
+    p.add_argument("--version", type=_positive_int, metavar="N", help="version (default: the latest)")
+    command(group_sub, "list", cmd_group_list, "list the groups this node knows", parents=mgmt)
 
     # icnd ping
     p = command(

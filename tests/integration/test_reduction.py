@@ -208,3 +208,40 @@ def test_sync_facade_reduces(tmp_path) -> None:
             assert await trio.to_thread.run_sync(blocking) == [4, 4, 4]
 
     trio.run(main)
+
+
+async def test_cli_contribute_reduce_and_group(net, tmp_path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    def icnd_cli(node: str, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "icnd", *args, "--socket", net.nodes[node].socket],
+                              capture_output=True, timeout=30)
+
+    async def run(node: str, *args: str) -> subprocess.CompletedProcess:
+        return await trio.to_thread.run_sync(lambda: icnd_cli(node, *args))
+
+    for i, m in enumerate(MEMBERS):
+        path = tmp_path / f"{m}.npy"
+        np.save(path, np.arange(6, dtype=np.float32) * (i + 1))
+        r = await run(m, "contribute", "workers", "11", str(path), "--json")
+        assert r.returncode == 0, r.stderr.decode()
+        assert json.loads(r.stdout)["segments"] == 1
+    out = tmp_path / "sum.npy"
+    r = await run("a1", "reduce", "workers", "11", "--op", "sum", "-o", str(out), "--json")
+    assert r.returncode == 0, r.stderr.decode()
+    summary = json.loads(r.stdout)
+    assert summary["complete"] and summary["contributors"] == MEMBERS and summary["count"] == 5
+    assert np.load(out).tolist() == (np.arange(6) * 15).astype(np.float32).tolist()
+    r = await run("a1", "reduce", "workers", "11", "--op", "max")
+    assert r.returncode == 0 and b"complete, 5 contributor(s)" in r.stdout
+    r = await run("w1", "reduce", "workers", "12", "--timeout", "1")
+    assert r.returncode == 1 and b"Traceback" not in r.stderr and b"icnd: error:" in r.stderr
+    r = await run("w2", "group", "show", "workers", "--json")
+    assert json.loads(r.stdout)["members"] == MEMBERS
+    r = await run("w2", "group", "create", "duo", "w2", "w3", "--json")
+    assert r.returncode == 0, r.stderr.decode()
+    assert json.loads(r.stdout)["version"] == 1
+    r = await run("w3", "group", "list", "--json")
+    assert sorted(g["group"] for g in json.loads(r.stdout)) == ["duo", "workers"]
