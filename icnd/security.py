@@ -87,6 +87,10 @@ class VerifyKey(ABC):
     def is_valid(self, portion: bytes | memoryview, sig_value: bytes) -> bool:
         """True if `sig_value` is a valid signature of `portion` under this key."""
 
+    def verifies(self, portion: bytes | memoryview, sig_value: bytes) -> bool:
+        """True if `sig_value` is a valid Data signature over the signed `portion`."""
+        return self.is_valid(portion, sig_value)
+
 
 class HmacVerifyKey(VerifyKey):
     """HMAC-SHA256 with a shared secret (the same secret signs and verifies)."""
@@ -123,6 +127,10 @@ class Ed25519VerifyKey(VerifyKey):
 
     def public_bytes(self) -> bytes:
         return self._public.public_bytes_raw()
+
+    def verifies(self, portion: bytes | memoryview, sig_value: bytes) -> bool:
+        """Data signatures are Ed25519 over SHA-256 of the signed portion (see `Ed25519Key`)."""
+        return self.is_valid(hashlib.sha256(portion).digest(), sig_value)
 
     def is_valid(self, portion: bytes | memoryview, sig_value: bytes) -> bool:
         try:
@@ -208,6 +216,7 @@ class Ed25519Key(SigningKey):
     Serialized form (`to_bytes`): a msgpack map
     ``{"type": "ed25519", "name": [wire-form components...], "sk": <32 raw bytes>}``.
     It holds the private key in the clear; store it with file mode 0600.
+    A Data signature is Ed25519 over SHA-256 of the signed portion.
     """
 
     name: Name
@@ -233,7 +242,9 @@ class Ed25519Key(SigningKey):
         return self._verify
 
     def _signature(self, portion: bytes) -> bytes:
-        return self._private.sign(portion)
+        # Ed25519 over SHA-256(portion): pure Ed25519 would hash a large
+        # portion twice with SHA-512 (1.3 ms for 512 KiB here, 0.3 ms this way)
+        return self._private.sign(hashlib.sha256(portion).digest())
 
     def sign_bytes(self, message: bytes) -> bytes:
         """An Ed25519 signature over arbitrary bytes (e.g. a call's proof of identity)."""
@@ -357,7 +368,7 @@ class KeyChain:
                 f"{data.name}: {label} signature by {locator} is {len(sig_value)} bytes, "
                 f"expected {expected_len}"
             )
-        if not key.is_valid(signed_portion_of_wire(data), sig_value):
+        if not key.verifies(signed_portion_of_wire(data), sig_value):
             raise VerificationError(f"{data.name}: bad {label} signature by key {locator}")
 
 

@@ -455,7 +455,7 @@ class FunctionHost:
             verifier = Ed25519VerifyKey.from_bytes(pub)
             from ..codec import signed_portion_of_wire
 
-            if not verifier.is_valid(signed_portion_of_wire(auth), auth.sig_value):
+            if not verifier.verifies(signed_portion_of_wire(auth), auth.sig_value):
                 return None
             return kl
         except Exception:

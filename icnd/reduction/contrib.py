@@ -131,7 +131,7 @@ def _check_signature(data: Data, public_key: bytes) -> None:
         key = Ed25519VerifyKey.from_bytes(public_key)
     except ValueError as exc:
         raise ReductionError(400, str(exc)) from None
-    if not key.is_valid(signed_portion(data), data.sig_value):
+    if not key.verifies(signed_portion(data), data.sig_value):
         raise ReductionError(403, "bad signature on the group descriptor")
 
 
