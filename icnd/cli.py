@@ -535,7 +535,7 @@ def _print_group(info: dict) -> None:
     rows = [("group", info["group"]), ("version", info["version"]), ("name", info["name"]),
             ("members", ", ".join(info["members"])), ("rendezvous", ", ".join(info["rendezvous"])),
             ("ops", ", ".join(info["ops"])), ("segment bytes", info["segment_bytes"]),
-            ("max bytes", info["max_bytes"])]
+            ("max bytes", info["max_bytes"]), ("deadline ms", info["deadline_ms"] or "none")]
     print(format_table(rows))
 
 
@@ -543,7 +543,7 @@ def cmd_group_create(args: argparse.Namespace) -> int:
     async def run() -> Any:
         async with connect(args.socket) as client:
             return await client.create_group(args.name, args.members, rendezvous=args.rendezvous,
-                                             segment_bytes=args.segment_bytes)
+                                             segment_bytes=args.segment_bytes, deadline=args.deadline)
 
     info = trio.run(run)
     if args.json:
@@ -908,6 +908,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a node where splits start (repeatable; default: the members' nodes)")
     p.add_argument("--segment-bytes", type=_positive_int, metavar="N",
                    help="segment size in bytes (default: 524288)")
+    p.add_argument("--deadline", type=_positive_seconds, metavar="S",
+                   help="the longest an aggregation waits for stragglers (default: the request's lifetime)")
     p = command(group_sub, "show", cmd_group_show, "show a group's descriptor", parents=mgmt)
     p.add_argument("name", metavar="NAME", help="group name")
     p.add_argument("--version", type=_positive_int, metavar="N", help="version (default: the latest)")

@@ -547,17 +547,18 @@ class Client:
     # --- collective reduction (icnd.reduction) ------------------------------------------------
     async def create_group(self, name: str, members: Sequence[str], *, rendezvous: Sequence[str] | None = None,
                            ops: Sequence[str] | None = None, segment_bytes: int | None = None,
-                           timeout: float = 10.0) -> dict:
+                           deadline: float | None = None, timeout: float = 10.0) -> dict:
         """Make (a new version of) reduction group `name`: a descriptor signed by
         the node and announced to every member's node and rendezvous.  Members
         are ids (``"w1"``: member w1 on node w1) or ``"id@node"``; `rendezvous`
         lists the nodes where segments' splits start (default: the members'
-        nodes, segment s at node s mod n).  The same contents again return the
+        nodes, segment s at node s mod n); `deadline` (seconds) caps how long an
+        aggregation waits for stragglers.  The same contents again return the
         current version.  Returns the descriptor's fields."""
         from .reduction.consumer import create_group
 
         return await create_group(self, name, members, rendezvous=rendezvous, ops=ops,
-                                  segment_bytes=segment_bytes, timeout=timeout)
+                                  segment_bytes=segment_bytes, deadline=deadline, timeout=timeout)
 
     async def group(self, name: str, version: int | None = None) -> dict:
         """The descriptor of group `name` as the node knows it (latest version by default)."""

@@ -44,12 +44,14 @@ class GroupConfig:
     rendezvous: list[str] = field(default_factory=list)  # nodes; default: the members' nodes
     ops: list[str] = field(default_factory=list)  # default: sum, max, min
     segment_bytes: int = 0  # default 512 KiB
+    deadline_ms: int = 0  # longest wait for stragglers; 0: the request's lifetime
 
     def descriptor(self):  # type: ignore[no-untyped-def]
         from .reduction.group import GroupDescriptor
 
         return GroupDescriptor.create(self.name, self.members, rendezvous=self.rendezvous or None,
-                                      ops=self.ops or None, seg_bytes=self.segment_bytes or None)
+                                      ops=self.ops or None, seg_bytes=self.segment_bytes or None,
+                                      deadline_ms=self.deadline_ms or None)
 
 
 @dataclass
@@ -181,17 +183,17 @@ def _function(v: dict, where: str) -> FunctionSpec:
 
 
 def _group(v: dict, where: str) -> GroupConfig:
-    extra = set(v) - {"name", "members", "rendezvous", "ops", "segment_bytes"}
+    extra = set(v) - {"name", "members", "rendezvous", "ops", "segment_bytes", "deadline_ms"}
     if extra:
         raise ConfigError(f"{where}: unknown key(s) {sorted(extra)}")
     lists = {k: v.get(k, []) for k in ("members", "rendezvous", "ops")}
     if not isinstance(v.get("name"), str) or any(
             not isinstance(x, list) or not all(isinstance(i, str) for i in x) for x in lists.values()):
         raise ConfigError(f"{where}: needs a name string and members (a list of strings)")
-    seg = v.get("segment_bytes", 0)
-    if type(seg) is not int:
-        raise ConfigError(f"{where}: segment_bytes must be an integer")
-    group = GroupConfig(v["name"], lists["members"], lists["rendezvous"], lists["ops"], seg)
+    seg, deadline = v.get("segment_bytes", 0), v.get("deadline_ms", 0)
+    if type(seg) is not int or type(deadline) is not int:
+        raise ConfigError(f"{where}: segment_bytes and deadline_ms must be integers")
+    group = GroupConfig(v["name"], lists["members"], lists["rendezvous"], lists["ops"], seg, deadline)
     try:
         group.descriptor()
     except ValueError as exc:
@@ -223,7 +225,7 @@ def parse_function_flag(text: str) -> FunctionSpec:
 
 
 def parse_group_flag(text: str) -> GroupConfig:
-    """--group NAME=MEMBER,MEMBER@NODE,...[;rendezvous=NODE,...][;segment_bytes=N]"""
+    """--group NAME=MEMBER,MEMBER@NODE,...[;rendezvous=NODE,...][;segment_bytes=N][;deadline_ms=N]"""
     head, *options = text.split(";")
     name, sep, members = head.partition("=")
     if not sep or not members:
@@ -233,10 +235,11 @@ def parse_group_flag(text: str) -> GroupConfig:
         key, sep, value = option.partition("=")
         if key == "rendezvous" and sep:
             raw["rendezvous"] = value.split(",")
-        elif key == "segment_bytes" and value.isdigit():
-            raw["segment_bytes"] = int(value)
+        elif key in ("segment_bytes", "deadline_ms") and value.isdigit():
+            raw[key] = int(value)
         else:
-            raise ConfigError(f"--group {text!r}: unknown option {option!r} (rendezvous=..., segment_bytes=N)")
+            raise ConfigError(f"--group {text!r}: unknown option {option!r} "
+                              "(rendezvous=..., segment_bytes=N, deadline_ms=N)")
     return _group(raw, "--group")
 
 

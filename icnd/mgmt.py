@@ -400,6 +400,7 @@ class Management:
             desc = GroupDescriptor.create(
                 name, members, version=node.groups.next_version(name), rendezvous=_arg(args, "rendezvous", list, None),
                 ops=_arg(args, "ops", list, None), seg_bytes=_arg(args, "segment_bytes", int, None),
+                deadline_ms=_arg(args, "deadline_ms", int, None),
             )
         except ValueError as exc:
             raise CommandError(400, str(exc)) from None

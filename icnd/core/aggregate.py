@@ -32,7 +32,8 @@ descriptor and, for a sub-request, the member subset it covers
    request allows partials, else a Nack *not-yet* naming the missing members.
 
 Timers: an entry's deadline is its request's expiry less a margin (10% of
-the remaining lifetime, 50 ms..1 s), and children are asked with lifetimes
+the remaining lifetime, 50 ms..1 s), and no later than the group's
+``deadline_ms`` after the request arrived (when the group sets one); children are asked with lifetimes
 that end at that deadline, so every level answers before its parent gives
 up.  A child not answered within its RTO (SRTT + 4·RTTVAR per next hop,
 1 s before any sample) is asked again with a new nonce, at most
@@ -255,7 +256,7 @@ class Aggregator:
         if e is not None:  # a retransmission, or another downstream: the same aggregation
             if now + lifetime > e.expiry:
                 e.expiry = now + lifetime
-                e.deadline = e.expiry - _margin(lifetime)
+                e.deadline = max(e.deadline, _deadline(req, now, lifetime))
                 e.nonce = interest.nonce
                 self._arm(e)
             self._retransmit_due(e, now)
@@ -269,7 +270,7 @@ class Aggregator:
         self.counters["agg_entries"] += 1
         if req.subset is None:
             self.counters["agg_roots"] += 1
-        e = AstEntry(key, req, interest.nonce, interest.name, now + lifetime, now + lifetime - _margin(lifetime))
+        e = AstEntry(key, req, interest.nonce, interest.name, now + lifetime, _deadline(req, now, lifetime))
         self.entries[key] = e
         # a sub-request is never split back toward its parent; the rendezvous may
         # send sub-requests down the faces its requesters came from (other names)
@@ -532,6 +533,13 @@ def _lifetime(interest: Interest) -> float:
 
 def _margin(lifetime: float) -> float:
     return min(max(0.1 * lifetime, 0.05), 1.0)
+
+
+def _deadline(req: ReduceRequest, now: float, lifetime: float) -> float:
+    """The request's expiry less the margin, capped by the group's deadline policy."""
+    deadline = now + lifetime - _margin(lifetime)
+    cap = req.desc.deadline_ms
+    return min(deadline, now + cap / 1000.0) if cap else deadline
 
 
 def _error_of(data: Data) -> tuple[str, str, list]:

@@ -117,7 +117,8 @@ async def node_id(client: "Client") -> str:
 
 
 async def create_group(client: "Client", name: str, members: Sequence[str], *, rendezvous: Sequence[str] | None,
-                       ops: Sequence[str] | None, segment_bytes: int | None, timeout: float) -> dict:
+                       ops: Sequence[str] | None, segment_bytes: int | None, deadline: float | None,
+                       timeout: float) -> dict:
     args: dict[str, Any] = {"name": name, "members": [str(m) for m in members]}
     if rendezvous:
         args["rendezvous"] = list(rendezvous)
@@ -125,6 +126,8 @@ async def create_group(client: "Client", name: str, members: Sequence[str], *, r
         args["ops"] = list(ops)
     if segment_bytes:
         args["segment_bytes"] = segment_bytes
+    if deadline:
+        args["deadline_ms"] = int(deadline * 1000)
     info = await client.command("group", "create", **args)
     desc = GroupDescriptor.from_data(decode(info["descriptor"]))  # type: ignore[arg-type]
     key = info.get("key")

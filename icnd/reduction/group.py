@@ -2,7 +2,8 @@
 
 A group is a signed, versioned descriptor, itself named data
 (``/group/<g>/desc/v=<n>``): the members (each an id and the node that serves
-its contributions), the rendezvous nodes (segment ``s`` of an aggregate
+its contributions), the deadline policy (``deadline_ms``: how long an
+aggregation waits for stragglers at most), the rendezvous nodes (segment ``s`` of an aggregate
 starts its split at ``rendezvous[s % len(rendezvous)]``, so segment roots are
 spread), the segment size, the ops allowed and the size limit of one
 contribution.  The descriptor's encoding is deterministic (a msgpack array),
@@ -87,16 +88,19 @@ class GroupDescriptor:
     ops: tuple[str, ...] = OPS
     seg_bytes: int = DEFAULT_SEG_BYTES
     max_bytes: int = DEFAULT_MAX_BYTES
+    deadline_ms: int = 0  # the longest an aggregation waits for stragglers; 0: the request's lifetime
 
     @classmethod
     def create(cls, group: str, members: Sequence[str | Member], *, version: int = 1,
                rendezvous: Sequence[str] | None = None, ops: Sequence[str] | None = None,
-               seg_bytes: int | None = None, max_bytes: int | None = None) -> "GroupDescriptor":
+               seg_bytes: int | None = None, max_bytes: int | None = None,
+               deadline_ms: int | None = None) -> "GroupDescriptor":
         """A validated descriptor; ValueError says what is wrong."""
         parsed = tuple(m if isinstance(m, Member) else Member.parse(m) for m in members)
         nodes = tuple(dict.fromkeys(m.node for m in parsed))
         desc = cls(group, version, parsed, tuple(rendezvous) if rendezvous else nodes,
-                   tuple(ops) if ops else OPS, seg_bytes or DEFAULT_SEG_BYTES, max_bytes or DEFAULT_MAX_BYTES)
+                   tuple(ops) if ops else OPS, seg_bytes or DEFAULT_SEG_BYTES, max_bytes or DEFAULT_MAX_BYTES,
+                   deadline_ms or 0)
         desc.validate()
         return desc
 
@@ -125,12 +129,14 @@ class GroupDescriptor:
             raise ValueError(f"group {self.group}: segment size must be {MIN_SEG_BYTES}..{MAX_SEG_BYTES} bytes")
         if type(self.max_bytes) is not int or self.max_bytes < 1:
             raise ValueError(f"group {self.group}: max_bytes must be a positive integer")
+        if type(self.deadline_ms) is not int or not 0 <= self.deadline_ms <= 3_600_000:
+            raise ValueError(f"group {self.group}: deadline_ms must be 0 (none) .. 3600000")
 
     # --- encoding --------------------------------------------------------------------
     def to_content(self) -> bytes:
         return msgpack.packb([
             FORMAT, self.group, self.version, [[m.id, m.node] for m in self.members],
-            list(self.rendezvous), list(self.ops), self.seg_bytes, self.max_bytes,
+            list(self.rendezvous), list(self.ops), self.seg_bytes, self.max_bytes, self.deadline_ms,
         ])
 
     @classmethod
@@ -140,16 +146,16 @@ class GroupDescriptor:
                                      max_array_len=MAX_MEMBERS * 2 + 16, max_map_len=0)
         except Exception as exc:
             raise ValueError(f"malformed group descriptor: {exc}") from None
-        if not isinstance(fields, list) or len(fields) != 8 or fields[0] != FORMAT:
+        if not isinstance(fields, list) or len(fields) != 9 or fields[0] != FORMAT:
             raise ValueError("malformed group descriptor: not a format-1 descriptor")
-        _, group, ver, members, rendezvous, ops, seg_bytes, max_bytes = fields
+        _, group, ver, members, rendezvous, ops, seg_bytes, max_bytes, deadline_ms = fields
         if not isinstance(members, list) or not all(
                 isinstance(m, list) and len(m) == 2 and all(isinstance(x, str) for x in m) for m in members):
             raise ValueError("malformed group descriptor: members")
         if not isinstance(rendezvous, list) or not isinstance(ops, list):
             raise ValueError("malformed group descriptor: rendezvous or ops")
         desc = cls(group, ver, tuple(Member(i, n) for i, n in members), tuple(rendezvous), tuple(ops),
-                   seg_bytes, max_bytes)
+                   seg_bytes, max_bytes, deadline_ms)
         desc.validate()
         return desc
 
@@ -184,7 +190,7 @@ class GroupDescriptor:
         return {
             "group": self.group, "version": self.version, "members": [str(m) for m in self.members],
             "rendezvous": list(self.rendezvous), "ops": list(self.ops), "segment_bytes": self.seg_bytes,
-            "max_bytes": self.max_bytes, "name": self.data_name().to_uri(),
+            "max_bytes": self.max_bytes, "deadline_ms": self.deadline_ms, "name": self.data_name().to_uri(),
         }
 
 

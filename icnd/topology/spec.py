@@ -100,7 +100,7 @@ _TOP_KEYS = ("defaults", "nodes", "links", "groups")
 _PARAM_KEYS = ("delay_ms", "loss", "bandwidth_mbps")
 _LINK_KEYS = ("ends", *_PARAM_KEYS, "cost", "transport")
 _NODE_KEYS = ("functions",)
-_GROUP_KEYS = ("members", "rendezvous", "segment_bytes")
+_GROUP_KEYS = ("members", "rendezvous", "segment_bytes", "deadline_ms")
 
 
 class TopologyError(ValueError):
@@ -225,6 +225,7 @@ class GroupSpec:
     members: list[GroupMember] = field(default_factory=list)
     rendezvous: list[str] = field(default_factory=list)  # nodes; empty: the members' nodes
     segment_bytes: int = 0  # 0: the default
+    deadline_ms: int = 0  # 0: none (the request's lifetime)
 
     def flag(self) -> str:
         """The ``icnd run --group`` value for this group."""
@@ -234,6 +235,8 @@ class GroupSpec:
             text += ";rendezvous=" + ",".join(self.rendezvous)
         if self.segment_bytes:
             text += f";segment_bytes={self.segment_bytes}"
+        if self.deadline_ms:
+            text += f";deadline_ms={self.deadline_ms}"
         return text
 
     @property
@@ -524,7 +527,11 @@ class _Parser:
             seg = body.get("segment_bytes", 0)
             if type(seg) is not int or (seg and not 1024 <= seg <= 960 * 1024):
                 raise self.error(f"{entry}.segment_bytes", "must be an integer from 1024 to 983040")
-            groups[name] = GroupSpec(name=name, members=out, rendezvous=list(rendezvous), segment_bytes=seg)
+            deadline = body.get("deadline_ms", 0)
+            if type(deadline) is not int or not 0 <= deadline <= 3_600_000:
+                raise self.error(f"{entry}.deadline_ms", "must be an integer from 0 (none) to 3600000")
+            groups[name] = GroupSpec(name=name, members=out, rendezvous=list(rendezvous), segment_bytes=seg,
+                                     deadline_ms=deadline)
         return groups
 
 

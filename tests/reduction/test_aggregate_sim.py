@@ -35,8 +35,9 @@ def segments_of(array: np.ndarray, seg_bytes: int) -> list[tuple[SegmentMeta, np
 
 class Tree:
     def __init__(self, arrays: dict[str, np.ndarray], *, rendezvous=("r",), seg_bytes: int = 1024,
-                 loss: dict[tuple[str, str], float] | None = None, **fw_options) -> None:
-        self.desc = GroupDescriptor.create("g", MEMBERS, rendezvous=list(rendezvous), seg_bytes=seg_bytes)
+                 loss: dict[tuple[str, str], float] | None = None, deadline_ms: int = 0, **fw_options) -> None:
+        self.desc = GroupDescriptor.create("g", MEMBERS, rendezvous=list(rendezvous), seg_bytes=seg_bytes,
+                                           deadline_ms=deadline_ms)
         self.wire = encode(DIGEST.sign(self.desc.to_data()))
         self.arrays = dict(arrays)
         self.net = net = SimNetwork(seed=7, **fw_options)
@@ -182,6 +183,16 @@ def test_missing_member_times_out_then_partial_then_complete():
     meta, result = decode_result(tree, full)
     assert meta.members == (0, 1, 2, 3, 4)
     assert result.tolist() == np.sum(np.stack(list(tree.arrays.values())), axis=0).tolist()
+
+
+def test_group_deadline_policy_bounds_the_wait_for_stragglers():
+    arrays = arrays_of(np.int64)
+    arrays.pop("w5")
+    tree = Tree(arrays, deadline_ms=300)
+    app, interest = tree.request("w1", partial=True, lifetime_ms=5000)
+    tree.net.run(until=0.4)  # long before the request's own lifetime
+    (data,) = tree.answers(app, interest)
+    assert data.content_type == ContentType.PARTIAL and decode_result(tree, data)[0].members == (0, 1, 2, 3)
 
 
 def test_straggler_answer_completes_a_waiting_request():
