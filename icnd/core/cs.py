@@ -1,7 +1,8 @@
 """Content Store: a byte-bounded cache of Data.
 
 Invariants:
-- ``bytes_used`` is the sum of the wire sizes of the stored Data and never
+- ``bytes_used`` is the sum of the stored Data's sizes (`data_size`: the
+  encoding plus the content, the two buffers a Data holds) and never
   exceeds ``capacity_bytes`` after an insertion returns (least recently used
   entries are evicted first; a Data larger than the whole store is refused);
 - `_lru` holds every stored name in recency order; `_index` (names in sorted
@@ -44,6 +45,11 @@ class CsEntry:
         return self.digest
 
 
+
+def data_size(data: Data) -> int:
+    """The memory a stored Data holds: its encoding and its content (separate buffers)."""
+    return len(encode(data)) + len(data.content)
+
 class ContentStore:
     def __init__(self, capacity_bytes: int = 64 * 1024 * 1024) -> None:
         self.capacity_bytes = capacity_bytes
@@ -58,7 +64,7 @@ class ContentStore:
 
     def insert(self, data: Data, now: float) -> bool:
         """Store (or refresh) `data`; False if it cannot fit at all."""
-        size = len(encode(data))
+        size = data_size(data)
         if size > self.capacity_bytes:
             return False
         key = data.name.comps

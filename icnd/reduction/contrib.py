@@ -25,6 +25,7 @@ from ..name import Name
 from ..packet import Data, Interest, Nack, NackReason, SigType
 from ..security import KEY_ID_LEN, DigestKey, Ed25519VerifyKey, signed_portion
 from .group import GroupDescriptor, parse_contrib_name
+from ..core.cs import data_size
 from .segment import SegmentError, unpack
 
 MAX_GROUPS = 1024
@@ -223,7 +224,7 @@ class ContributionStore:
                 return False
             raise ReductionError(409, f"{member} already contributed different data to {group} round {rnd} "
                                       f"(segment {seg}); contributions are immutable")
-        size = len(data.content)
+        size = data_size(data)  # the encoding and the content: the memory it holds
         self._make_room(size, key, rnd)
         if rnd not in rounds:
             rounds[rnd] = contribution

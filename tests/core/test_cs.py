@@ -13,7 +13,7 @@ def data(uri: str, content: bytes = b"x", freshness_ms: int = 0) -> Data:
 
 
 def size(d: Data) -> int:
-    return len(encode(d))
+    return len(encode(d)) + len(d.content)
 
 
 def interest(uri: str | Name, cbp: bool = False, mbf: bool = False) -> Interest:
@@ -259,7 +259,7 @@ def test_big_insert_evicts_several():
     cs = ContentStore(4 * s)
     for i, d in enumerate(small):
         cs.insert(d, float(i))
-    big = data("/big", b"y" * (s * 2))
+    big = data("/big", b"y" * s)
     assert s * 2 < size(big) <= 3 * s
     assert cs.insert(big, 10.0)
     assert cs.bytes_used <= cs.capacity_bytes

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from icnd.codec import encode
-from icnd.core.cs import ContentStore
+from icnd.core.cs import ContentStore, data_size
 from icnd.core.fib import Fib, TableFull
 from icnd.core.forwarder import Forwarder
 from icnd.name import T_DIGEST, Name
@@ -38,7 +38,7 @@ class ContentStoreMachine(RuleBasedStateMachine):
     )
     def insert(self, name, content_size, freshness_ms):
         d = Data(name, b"x" * content_size, freshness_ms=freshness_ms)
-        size = len(encode(d))
+        size = data_size(d)
         stored = self.cs.insert(d, self.now)
         assert stored == (size <= CS_CAPACITY)
         if stored:
@@ -77,7 +77,7 @@ class ContentStoreMachine(RuleBasedStateMachine):
         assert cs.bytes_used == sum(e.size for e in cs._lru.values())
         assert cs.bytes_used <= cs.capacity_bytes
         for e in cs._lru.values():
-            assert e.size == len(encode(e.data))
+            assert e.size == data_size(e.data)
 
     @invariant()
     def lru_and_index_agree(self):
