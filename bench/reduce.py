@@ -9,8 +9,9 @@ contributes ``full(n, i)`` float32, so every element of the sum is
 ``N (N + 1) / 2``, exact in float32; every result is checked element by
 element, outside the timed region.
 
-icnd side: one topology per member count, started with
-``icnd.topology.launch`` (one ``icnd run`` process per node on loopback),
+icnd side: every case against a fresh topology (so no case inherits another's
+rounds, caches or memory), started with ``icnd.topology.launch`` (one
+``icnd run`` process per node on loopback),
 ``--layout tree`` (default): members ``w1..wN``, the first half linked to
 aggregator node ``agg1``, the rest to ``agg2``, both linked to ``root``;
 ``--layout star``: every member linked to one ``hub``.  Links use
@@ -32,8 +33,13 @@ fresh round number:
 
 One untimed (but checked) warm-up round precedes the timed repetitions of
 each case.  Reported: the median over ``--reps`` (min and max in the JSON
-line), plus the CPU seconds per operation of this process (all member
-clients) and of the member and aggregator daemons, from /proc.
+line), plus, from /proc, the CPU seconds per operation of this process (all
+member clients) and of the member and aggregator daemons
+(``cpu_s_per_op``, 10 ms ticks: meaningful from 1 MiB up), the daemons'
+peak resident memory (``daemon_peak_rss_mib``: the largest, and the sum)
+and the share of a core the rest of the machine used meanwhile
+(``other_cpu``; likewise per MPI launch; ``contended`` and ``(!)`` in the
+table above 0.25: the figures are disturbed).
 
 MPI side (the baselines, ``bench/mpi_allreduce.py`` under ``mpirun``; method
 and flags of shared/reference/collective.md section 5 and Appendix A):
@@ -53,8 +59,8 @@ members are oversubscribed on both sides (MPI: ``--oversubscribe
 
 Output: progress on stderr; on stdout a table, then one JSON line per case
 (``--json-only``: only the JSON lines).  Exit status 1 if an icnd case
-failed or icnd has no reduction API.  Runtime: ``--quick`` ~20 s, full
-matrix a few minutes (mostly the 64 MiB cases).
+failed or icnd has no reduction API.  Runtime: ``--quick`` ~10 s, the full
+matrix ~6 min (mostly the 64 MiB cases; the MPI side ~40 s).
 """
 
 from __future__ import annotations
@@ -63,6 +69,7 @@ import argparse
 import importlib.util
 import itertools
 import json
+import os
 import platform
 import shutil
 import statistics
@@ -89,6 +96,7 @@ MEMBERS = (4, 8)
 QUICK_MEMBERS = (4,)
 REPS, QUICK_REPS = 7, 3
 OP_TIMEOUT = 120.0  # seconds, one icnd operation
+CONTENDED = 0.25  # other processes using more than this share of a core meanwhile: numbers disturbed
 API = ("allreduce", "contribute", "reduce")  # icnd.Client methods the icnd side needs
 
 MPI_SCRIPT = C.BENCH_DIR / "mpi_allreduce.py"
@@ -192,6 +200,12 @@ def mpi_argv(transport: str, members: int, sizes: list[int], ops: list[str], rep
             "--sizes", ",".join(map(str, sizes)), "--ops", ",".join(ops)]
 
 
+def own_cpu_seconds() -> float:
+    """CPU seconds of this process and its reaped descendants (mpirun and its ranks)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def log_excerpt(path: str, n: int = 3) -> str:
     """The first `n` lines of a log that look like errors (else its last lines), on one line."""
     lines = [ln.strip() for ln in C.tail(path, 200).splitlines() if ln.strip() and not ln.startswith("-")]
@@ -205,6 +219,7 @@ def run_mpi(transport: str, members: int, sizes: list[int], ops: list[str], reps
     argv = mpi_argv(transport, members, sizes, ops, reps)
     log_path = f"{workdir}/mpi-{transport}-{members}.log"
     C.log(f"mpi-{transport}: {members} ranks: {' '.join(argv)}", quiet)
+    busy0, ours0, wall0 = C.machine_busy_seconds(), own_cpu_seconds(), time.perf_counter()
     proc = C.spawn(argv, log_path=log_path, stdout=subprocess.PIPE)
     try:
         out, _ = proc.communicate(timeout=MPI_LAUNCH_TIMEOUT)
@@ -213,13 +228,16 @@ def run_mpi(transport: str, members: int, sizes: list[int], ops: list[str], reps
         out, error = b"", f"mpirun did not finish within {MPI_LAUNCH_TIMEOUT:g} s"
     finally:
         C.stop(proc)
+    other = C.machine_busy_seconds() - busy0 - (own_cpu_seconds() - ours0)
+    other_cpu = _r(max(0.0, other) / (time.perf_counter() - wall0), 2)
     results: dict[Key, Timing] = {}
     for text in out.decode("utf-8", "replace").splitlines():
         if not text.startswith("{"):
             continue
         rec = json.loads(text)
         timing = Timing(rec["median_s"], rec["min_s"], rec["max_s"], rec["reps"],
-                        {"inner_calls": rec["inner"], "version": f"{rec['mpi']}; mpi4py {rec['mpi4py']}"})
+                        {"inner_calls": rec["inner"], "other_cpu": other_cpu,
+                         "version": f"{rec['mpi']}; mpi4py {rec['mpi4py']}"})
         if not rec.get("ok"):
             timing.error = rec.get("error", "wrong result")
         results[(rec["op"], rec["bytes"], members)] = timing
@@ -284,10 +302,11 @@ def topology(members: int, opts: Any) -> Any:
 
 
 class CheckFailed(Exception):
-    pass
+    """A result that is not the expected sum."""
 
 
 def check_array(what: str, got: Any, expected: np.ndarray) -> None:
+    """CheckFailed unless `got` is an ndarray equal to `expected` (dtype, shape, every element)."""
     if not isinstance(got, np.ndarray):
         raise CheckFailed(f"{what}: expected a numpy array, got {type(got).__name__}")
     if got.dtype != expected.dtype or got.shape != expected.shape:
@@ -295,7 +314,8 @@ def check_array(what: str, got: Any, expected: np.ndarray) -> None:
     if not np.array_equal(got, expected):
         bad = int(np.count_nonzero(got != expected))
         first = int(np.flatnonzero(got != expected)[0])
-        raise CheckFailed(f"{what}: {bad} wrong elements, e.g. [{first}] = {got[first].item()!r}, expected {expected[first].item()!r}")
+        raise CheckFailed(f"{what}: {bad} wrong elements, e.g. [{first}] = {got[first].item()!r}, "
+                          f"expected {expected[first].item()!r}")
 
 
 def contributor_count(reduced: Any) -> int | None:
@@ -306,22 +326,20 @@ def contributor_count(reduced: Any) -> int | None:
 
 
 class CpuMeter:
-    """CPU seconds of this process (the member clients), the member daemons and the
-    other daemons, accumulated over the timed regions between `start` and `stop`."""
+    """CPU seconds (from /proc, 10 ms ticks) of this process (the member clients), the
+    member daemons, the other daemons and the rest of the machine, accumulated over
+    the timed regions between `start` and `stop`."""
 
     def __init__(self, pids: dict[str, int | None], members: list[str]) -> None:
         self.daemons = {"member_daemons": [p for n, p in pids.items() if p and n in members],
                         "aggregator_daemons": [p for n, p in pids.items() if p and n not in members]}
-        self.total: dict[str, float] = {}
+        self.total = {"clients": 0.0, **{g: 0.0 for g in self.daemons}, "machine": 0.0, "wall": 0.0}
         self._start: dict[str, float] = {}
-        self.reset()
-
-    def reset(self) -> None:
-        self.total = {"clients": 0.0, **{g: 0.0 for g in self.daemons}}
 
     def _sample(self) -> dict[str, float]:
         return {"clients": C.self_cpu_seconds(),
-                **{g: sum(map(C.cpu_seconds, pids)) for g, pids in self.daemons.items()}}
+                **{g: sum(map(C.cpu_seconds, pids)) for g, pids in self.daemons.items()},
+                "machine": C.machine_busy_seconds(), "wall": time.perf_counter()}
 
     def start(self) -> None:
         self._start = self._sample()
@@ -331,7 +349,15 @@ class CpuMeter:
             self.total[g] += v - self._start[g]
 
     def per_op(self, ops: int) -> dict[str, float | None]:
-        return {g: _r(t / ops, 3) if ops else None for g, t in self.total.items()}
+        """CPU seconds per operation of this process and of the daemons."""
+        ours = ("clients", *self.daemons)
+        return {g: _r(self.total[g] / ops, 3) if ops else None for g in ours}
+
+    def other_cpu(self) -> float | None:
+        """Share of a core the rest of the machine used meanwhile."""
+        t = self.total
+        other = t["machine"] - t["clients"] - sum(t[g] for g in self.daemons)
+        return _r(max(0.0, other) / t["wall"], 2) if t["wall"] > 0 else None
 
 
 def describe(exc: BaseException) -> str:
@@ -401,45 +427,68 @@ class IcndBench:
         return elapsed, {"contribute_s": contributed}
 
 
-async def icnd_side(opts: Any, members: int, results: dict[Key, Timing]) -> None:
-    """Launch the topology for `members`, measure every (op, size), fill `results`."""
-    import trio
+def peak_rss_mib(pid: int | None) -> float:
+    """A process's peak resident memory (VmHWM) in MiB; 0.0 if unknown."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0.0
 
+
+async def icnd_case(opts: Any, members: int, op: str, nbytes: int) -> Timing:
+    """One case against a freshly launched topology: warm-up, then `opts.reps` timed rounds."""
     from icnd.topology import launch
 
     spec = topology(members, opts)
     workers, _ = layout_nodes(members, opts.layout)
-    C.log(f"icnd: {members} members, {describe_layout(members, opts)}", opts.quiet)
-    async with launch(spec, log_level="warning") as net:
-        clients = [await net.connect(w) for w in workers]
-        cpu = CpuMeter({name: net[name].pid for name in spec.nodes}, workers)
-        bench = IcndBench(clients, cpu, opts.timeout)
+    n = nbytes // 4
+    arrays = [np.full(n, i + 1, dtype=np.float32) for i in range(members)]
+    expected = np.full(n, members * (members + 1) / 2, dtype=np.float32)
+    samples: list[float] = []
+    extras: list[dict] = []
+    try:
+        async with launch(spec, log_level="warning") as net:
+            clients = [await net.connect(w) for w in workers]
+            pids = {name: net[name].pid for name in spec.nodes}
+            cpu = CpuMeter(pids, workers)
+            run: Callable[..., Awaitable[tuple[float, dict]]] = getattr(IcndBench(clients, cpu, opts.timeout), op)
+            warm, _ = await run(arrays, expected, timed=False)
+            for _ in range(opts.reps):
+                elapsed, extra = await run(arrays, expected, timed=True)
+                samples.append(elapsed)
+                extras.append(extra)
+            peaks = [peak_rss_mib(p) for p in pids.values()]
+    except Exception as exc:
+        return Timing(error=f"{describe(exc)} (after {len(samples)} timed reps)")
+    timing = Timing.of(samples, warmup_s=_r(warm), cpu_s_per_op=cpu.per_op(len(samples)), other_cpu=cpu.other_cpu(),
+                       daemon_peak_rss_mib={"max": round(max(peaks)), "sum": round(sum(peaks))})
+    for k in extras[0]:  # e.g. contribute_s
+        timing.extra[k] = _r(statistics.median(e[k] for e in extras))
+    return timing
+
+
+def icnd_side(opts: Any) -> dict[Key, Timing]:
+    """Every icnd case, each against fresh daemons (no state carried from one case to the next)."""
+    import trio
+
+    results: dict[Key, Timing] = {}
+    for members in opts.members:
+        C.log(f"icnd: {members} members, {describe_layout(members, opts)}", opts.quiet)
         for nbytes in opts.sizes:
-            n = nbytes // 4
-            arrays = [np.full(n, i + 1, dtype=np.float32) for i in range(members)]
-            expected = np.full(n, members * (members + 1) / 2, dtype=np.float32)
             for op in opts.ops:
-                run: Callable[..., Awaitable[tuple[float, dict]]] = getattr(bench, op)
-                cpu.reset()
-                samples: list[float] = []
-                extras: list[dict] = []
-                try:
-                    warm, _ = await run(arrays, expected, timed=False)
-                    for _ in range(opts.reps):
-                        elapsed, extra = await run(arrays, expected, timed=True)
-                        samples.append(elapsed)
-                        extras.append(extra)
-                except Exception as exc:
-                    error = f"{describe(exc)} (after {len(samples)} timed reps)"
-                    results[(op, nbytes, members)] = Timing(error=error)
-                    C.log(f"  {op} {size_label(nbytes)}: FAILED: {error}", opts.quiet)
-                    continue
-                timing = results[(op, nbytes, members)] = Timing.of(
-                    samples, warmup_s=_r(warm), cpu_s_per_op=cpu.per_op(len(samples)))
-                for k in extras[0]:  # e.g. contribute_s
-                    timing.extra[k] = _r(statistics.median(e[k] for e in extras))
-                C.log(f"  {op} {size_label(nbytes)}: {fmt_time(timing.median)} ({fmt_time(timing.lo)}.."
-                      f"{fmt_time(timing.hi)}; warm-up {fmt_time(warm)})", opts.quiet)
+                t = results[(op, nbytes, members)] = trio.run(icnd_case, opts, members, op, nbytes)
+                if t.error:
+                    C.log(f"  {op} {size_label(nbytes)}: FAILED: {t.error}", opts.quiet)
+                else:
+                    C.log(f"  {op} {size_label(nbytes)}: {fmt_time(t.median)} ({fmt_time(t.lo)}..{fmt_time(t.hi)}; "
+                          f"warm-up {fmt_time(t.extra['warmup_s'])}; daemons' peak RSS "
+                          f"{t.extra['daemon_peak_rss_mib']['max']} MiB max, "
+                          f"{t.extra['daemon_peak_rss_mib']['sum']} MiB summed)", opts.quiet)
+    return results
 
 
 # --- report ---------------------------------------------------------------------------------------------
@@ -474,11 +523,14 @@ def build_lines(opts: Any, icnd: dict[Key, Timing], icnd_error: str | None,
                     line[f"ratio{suffix}"] = _r(ratios[transport], 3)
                     details[transport] = base.summary()
                 line["mpi"] = details
+                others = [mine.extra.get("other_cpu"), *(d.get("other_cpu") for d in details.values())]
+                line["contended"] = any(o is not None and o > CONTENDED for o in others)
                 lines.append(line)
                 shown = fmt_time(value) if not mine.error else ("-" if icnd_error else "FAILED")
                 rows.append(f"{case:<22} {shown:>10} "
                             f"{fmt_time(line['baseline']):>10} {fmt_time(line['baseline_shm']):>10} "
-                            f"{_fmt_ratio(ratios['tcp']):>9} {_fmt_ratio(ratios['shm']):>9}")
+                            f"{_fmt_ratio(ratios['tcp']):>9} {_fmt_ratio(ratios['shm']):>9}"
+                            + ("  (!)" if line["contended"] else ""))
     return lines, rows
 
 
@@ -496,7 +548,7 @@ def print_table(opts: Any, rows: list[str], notes: list[str], elapsed: float) ->
     members = opts.members[0]
     print(f"icnd: {describe_layout(members, opts)}"
           + (f" (and likewise for {', '.join(map(str, opts.members[1:]))} members)" if len(opts.members) > 1 else "")
-          + f"; all member clients in this process; reduce = contributions first, then w1's reduce timed.")
+          + "; all member clients in this process; reduce = contributions first, then w1's reduce timed.")
     print("MPI: bench/mpi_allreduce.py under mpirun, N ranks (Allreduce, resp. Reduce to rank 0); "
           "tcp = BTL tcp,self on lo, shm = BTL vader,self. Time = median over "
           f"{opts.reps} reps (MPI: max over ranks per rep). ratio = icnd / MPI (<= 1: icnd no slower). "
@@ -516,7 +568,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--members", help="comma-separated member counts (default 4,8; quick 4)")
     ap.add_argument("--sizes", help="comma-separated sizes, e.g. 1KiB,1MiB,16MiB,64MiB (the default; quick 1KiB,1MiB)")
     ap.add_argument("--ops", default=",".join(OPS), help="comma-separated, of allreduce, reduce (default both)")
-    ap.add_argument("--reps", type=int, help=f"timed repetitions per case, both sides (default {REPS}, quick {QUICK_REPS})")
+    ap.add_argument("--reps", type=int,
+                    help=f"timed repetitions per case, both sides (default {REPS}, quick {QUICK_REPS})")
     ap.add_argument("--layout", choices=("tree", "star"), default="tree",
                     help="icnd topology: two aggregators under a root (default), or one hub")
     ap.add_argument("--link-transport", choices=("tcp", "udp"), default="tcp", help="icnd links (default tcp)")
@@ -569,21 +622,14 @@ def main(argv: list[str] | None = None) -> int:
         notes.append(f"icnd: {icnd_error}")
         C.log(notes[-1], False)
     else:
-        import trio
-
-        for members in opts.members:
-            try:
-                trio.run(icnd_side, opts, members, icnd)
-            except Exception as exc:
-                error = describe(exc)
-                C.log(f"icnd {members} members: FAILED: {error}", False)
-                for op in opts.ops:
-                    for nbytes in opts.sizes:
-                        icnd.setdefault((op, nbytes, members), Timing(error=error))
+        icnd = icnd_side(opts)
         failed = sorted({t.error for t in icnd.values() if t.error})
         notes += [f"icnd failed: {e}" for e in failed]
 
     lines, rows = build_lines(opts, icnd, icnd_error, mpi, mpi_error)
+    if any(line["contended"] for line in lines):
+        notes.append(f"(!) other processes used over {CONTENDED:.0%} of a core while measuring the marked cases "
+                     "(other_cpu in the JSON line, per side): the numbers are disturbed, run again on a quiet machine")
     if not opts.quiet:
         print_table(opts, rows, notes, time.perf_counter() - t0)
     for line in lines:

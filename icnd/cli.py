@@ -783,10 +783,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--function", metavar="MODULE:CALLABLE=/fn/NAME", action="append",
                      help="host a named function (repeatable): import CALLABLE from MODULE and serve it "
                      "under /fn/NAME")
-    run.add_argument("--group", metavar="NAME=MEMBER,...[;rendezvous=NODE,...]", action="append",
+    run.add_argument("--group", metavar="NAME=MEMBER,...[;OPTION=VALUE]", action="append",
                      help="know reduction group NAME (repeatable): members are ids (member on the node of "
-                     "that name) or ID@NODE; rendezvous nodes start the split of segments (default: the "
-                     "members' nodes); see docs/reduction.md")
+                     "that name) or ID@NODE; options: rendezvous=NODE,... (nodes where the split of "
+                     "segments starts; default: the members' nodes), segment_bytes=N, deadline_ms=N; "
+                     "see docs/reduction.md")
     run.add_argument("--data-dir", metavar="DIR",
                      help="directory for the node's identity key, published data and objects, kept "
                      "across restarts (default: none: a fresh identity, published data in memory, "
@@ -901,7 +902,8 @@ def build_parser() -> argparse.ArgumentParser:
     group_sub = group.add_subparsers(dest="group_command", metavar="ACTION", required=True)
     p = command(group_sub, "create", cmd_group_create, "create a group (or a new version of it)", parents=mgmt,
                 description="Create group NAME with MEMBERs (ID, the member on node ID, or ID@NODE), signed by "
-                "this node and announced to every member's node; the same contents again keep the version.")
+                "this node and announced to every member's node and rendezvous node; the same contents again "
+                "keep the version (and announce it again).")
     p.add_argument("name", metavar="NAME", help="group name")
     p.add_argument("members", metavar="MEMBER", nargs="+", help="member ID or ID@NODE")
     p.add_argument("--rendezvous", metavar="NODE", action="append",

@@ -404,15 +404,19 @@ class Management:
             )
         except ValueError as exc:
             raise CommandError(400, str(exc)) from None
+        assert node.key is not None
         latest = node.groups.latest(name)
         if latest is not None and latest[0] == _with_version(desc, latest[0].version):
-            return self._group_info(*latest)
-        try:
-            data = node.create_group(desc)
-        except ReductionError as exc:
-            raise CommandError(exc.code, str(exc)) from None
-        assert node.key is not None
-        return {**self._group_info(desc, data), "key": node.key.public_bytes()}
+            desc, data = latest  # the same contents: the current version
+        else:
+            try:
+                data = node.create_group(desc)
+            except ReductionError as exc:
+                raise CommandError(exc.code, str(exc)) from None
+        info = self._group_info(desc, data)
+        if data.key_locator == node.key.name:  # signed here: the client announces it (again)
+            info["key"] = node.key.public_bytes()
+        return info
 
     async def group_show(self, face: Face, args: dict) -> Any:
         try:

@@ -643,7 +643,7 @@ class Node:
         tables["repo_bytes"] = self.repo.bytes_used if self.repo is not None else 0
         tables["objects"] = len(self.objects) if self.objects is not None else 0
         tables["object_bytes"] = self.objects.bytes_used if self.objects is not None else 0
-        tables.update(self.contrib.stats())
+        tables.update(self.contrib.stats(trio.current_time()))
         return {
             "name": self.name.to_uri(),
             "version": __version__,

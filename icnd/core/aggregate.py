@@ -66,9 +66,9 @@ if TYPE_CHECKING:
     from .pit import PitEntry
 
 AGGREGATOR_FACE = 0
-MAX_RETRIES = 3
+MAX_RETRIES = 8
 INITIAL_RTO = 1.0
-MIN_RTO, MAX_RTO = 0.05, 4.0
+MIN_RTO, MAX_RTO = 0.05, 1.0
 AGGREGATE_FRESHNESS_MS = 3_600_000
 REQUEST_CACHE = 1024
 
@@ -118,6 +118,8 @@ class AstEntry:
     nonfinite: bool = False
     overflow: bool = False
     timer_at: float = float("inf")
+    created: float = 0.0
+    congested: str = ""  # why the entry had to give up for lack of buffers
     done: bool = False
 
     def pending(self) -> list[Child]:
@@ -254,10 +256,10 @@ class Aggregator:
         lifetime = _lifetime(interest)
         e = self.entries.get(key)
         if e is not None:  # a retransmission, or another downstream: the same aggregation
+            e.nonce = interest.nonce  # route() put this nonce on the face-0 out-record
             if now + lifetime > e.expiry:
                 e.expiry = now + lifetime
-                e.deadline = max(e.deadline, _deadline(req, now, lifetime))
-                e.nonce = interest.nonce
+                e.deadline = max(e.deadline, _deadline(req, now, lifetime, e.created))
                 self._arm(e)
             self._retransmit_due(e, now)
             return
@@ -270,7 +272,8 @@ class Aggregator:
         self.counters["agg_entries"] += 1
         if req.subset is None:
             self.counters["agg_roots"] += 1
-        e = AstEntry(key, req, interest.nonce, interest.name, now + lifetime, _deadline(req, now, lifetime))
+        e = AstEntry(key, req, interest.nonce, interest.name, now + lifetime, _deadline(req, now, lifetime, now),
+                     created=now)
         self.entries[key] = e
         # a sub-request is never split back toward its parent; the rendezvous may
         # send sub-requests down the faces its requesters came from (other names)
@@ -402,6 +405,11 @@ class Aggregator:
             layout = meta.layout()
             e.layouts.setdefault(layout, []).extend(got)
             if e.layout is None:
+                if self.bytes_used + view.nbytes > self.max_bytes:
+                    self.counters["agg_congestion"] += 1
+                    e.congested = f"aggregation buffers full ({self.max_bytes} bytes)"
+                    self._finish(e, now)
+                    return
                 e.layout, e.nseg = layout, meta.nseg
                 e.acc = view.copy()
                 self.bytes_used += e.acc.nbytes
@@ -463,6 +471,9 @@ class Aggregator:
         req = e.request
         desc = req.desc
         fw = self.fw
+        if e.congested:
+            fw.on_incoming_nack(AGGREGATOR_FACE, Nack(e.name, e.nonce, NackReason.CONGESTION, e.congested), now)
+            return
         body: dict[str, Any] = {}
         if e.error is None and len(e.layouts) > 1:
             e.error = ("mismatch", _mismatch(desc, e.layouts))
@@ -535,11 +546,12 @@ def _margin(lifetime: float) -> float:
     return min(max(0.1 * lifetime, 0.05), 1.0)
 
 
-def _deadline(req: ReduceRequest, now: float, lifetime: float) -> float:
-    """The request's expiry less the margin, capped by the group's deadline policy."""
+def _deadline(req: ReduceRequest, now: float, lifetime: float, created: float) -> float:
+    """The request's expiry less the margin, capped by the group's deadline
+    policy counted from when the aggregation started (`created`)."""
     deadline = now + lifetime - _margin(lifetime)
     cap = req.desc.deadline_ms
-    return min(deadline, now + cap / 1000.0) if cap else deadline
+    return min(deadline, created + cap / 1000.0) if cap else deadline
 
 
 def _error_of(data: Data) -> tuple[str, str, list]:

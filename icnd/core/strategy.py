@@ -59,7 +59,7 @@ class Strategy:
         fib_entry: FibEntry | None, now: float,
     ) -> None:
         if entry.all_out_nacked():
-            fw.reject(entry, least_severe(entry), now)
+            reject_with(fw, entry, nack, now)
 
     # --- observation hooks (called only when ``observes`` is True) ---------------
     def after_receive_data(self, fw: "Forwarder", entry: PitEntry, face: int, now: float) -> None:
@@ -75,6 +75,13 @@ class Strategy:
 def least_severe(entry: PitEntry) -> NackReason:
     reasons = [o.nacked for o in entry.out_records.values() if o.nacked is not None]
     return min(reasons, key=NACK_SEVERITY.__getitem__) if reasons else NackReason.NO_ROUTE
+
+
+def reject_with(fw: "Forwarder", entry: PitEntry, nack: Nack, now: float) -> None:
+    """Nack `entry` downstream with the least severe reason upstream gave, and
+    the detail of `nack` (the last one) when it is that reason."""
+    reason = least_severe(entry)
+    fw.reject(entry, reason, now, nack.detail if nack.reason == reason else "")
 
 
 class BestRoute(Strategy):
@@ -104,7 +111,7 @@ class BestRoute(Strategy):
                     fw.send_interest(entry, face, record.interest, now)
                     return
         if entry.all_out_nacked():
-            fw.reject(entry, least_severe(entry), now)
+            reject_with(fw, entry, nack, now)
 
 
 class Multicast(Strategy):
@@ -319,7 +326,7 @@ class LoadBalance(Strategy):
                 self._send(fw, entry, hop, record.interest, now)
                 return
         if entry.all_out_nacked():
-            fw.reject(entry, least_severe(entry), now)
+            reject_with(fw, entry, nack, now)
 
     def after_receive_data(self, fw, entry, face, now):
         fib_entry = fw.fib.longest_match(entry.comps)

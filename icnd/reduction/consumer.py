@@ -224,8 +224,13 @@ async def reduce(client: "Client", group: str, rnd: int, op: str, *, timeout: fl
     common = sorted(set.intersection(*(set(ids) for ids in per_segment)))
     complete = len(common) == len(desc.members)
     array = out.reshape(meta0.shape)
-    if op == "mean":
-        array = array / np.float64(len(common)) if dt.kind != "f" else array / dt.type(len(common))
+    if op == "mean":  # sum / count, segment by segment (a partial's segments may count differently)
+        mean = np.empty(total, dtype=dt if dt.kind == "f" else np.float64)
+        for s, m in enumerate(metas):
+            assert m is not None
+            part = slice(s * seg_elems, (s + 1) * seg_elems)
+            np.divide(out[part], len(m.members), out=mean[part], casting="unsafe")
+        array = mean.reshape(meta0.shape)
     return Reduced(array, common, complete, len(common), group, rnd, op, desc.version,
                    any(m.nonfinite for m in metas if m), any(m.overflow for m in metas if m), per_segment)
 

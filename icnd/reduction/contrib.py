@@ -3,10 +3,12 @@
 `GroupTable` holds the group descriptors this node knows: from its
 configuration (a topology's ``[groups.*]``), created through it
 (``create_group``), or installed by another node's announcement.  Trust:
-configured groups are the operator's; an announced descriptor must carry a
-valid Ed25519 signature by the key it names, and once a group has a signer,
-only that signer may announce new versions (trust on first use); a node's own
-local clients may always make a new version.
+configured groups are the operator's (announcements never change them); an
+announced descriptor must carry a valid Ed25519 signature by the key it names,
+and once a group has a signer, only that signer may announce new versions
+(trust on first use); a node's own local clients may always make a new
+version.  Contributions are checked against every version the node keeps, so
+an old round keeps its membership after a new version.
 
 `ContributionStore` keeps the contributions of members that live on this
 node, segment by segment, and answers contribution Interests: at once when
@@ -44,6 +46,7 @@ class ReductionError(ValueError):
 class _Group:
     versions: dict[int, tuple[GroupDescriptor, Data]] = field(default_factory=dict)
     owner: bytes | None = None  # raw Ed25519 public key of the signer of announced versions
+    configured: bool = False  # from this node's configuration: announcements cannot change it
 
     def latest(self) -> tuple[GroupDescriptor, Data]:
         return self.versions[max(self.versions)]
@@ -73,6 +76,10 @@ class GroupTable:
                                       f"(versions: {', '.join(map(str, sorted(g.versions)))})")
         return g.versions[version]
 
+    def versions(self, group: str) -> list[GroupDescriptor]:
+        g = self._groups.get(group)
+        return [g.versions[v][0] for v in sorted(g.versions)] if g is not None else []
+
     def groups(self) -> list[GroupDescriptor]:
         return [g.latest()[0] for _, g in sorted(self._groups.items())]
 
@@ -84,6 +91,7 @@ class GroupTable:
         """A configured group: digest-signed, so every node builds the same bytes."""
         data = DigestKey().sign(desc.to_data())
         self._put(desc, data, None)
+        self._groups[desc.group].configured = True
         return data
 
     def add_local(self, desc: GroupDescriptor, data: Data, public_key: bytes) -> None:
@@ -98,6 +106,9 @@ class GroupTable:
             raise ReductionError(400, str(exc)) from None
         _check_signature(data, public_key)
         g = self._groups.get(desc.group)
+        if g is not None and g.configured:
+            raise ReductionError(403, f"group {desc.group} is configured on this node; "
+                                      "only its configuration (or a local client) changes it")
         if g is not None and g.owner is not None and g.owner != public_key:
             raise ReductionError(403, f"group {desc.group} is owned by another key; "
                                       "only its signer can announce new versions")
@@ -158,22 +169,28 @@ class ContributionStore:
         self._store: dict[tuple[str, str], dict[int, Contribution]] = {}
         self._evicted: dict[tuple[str, str], int] = {}  # newest round evicted
         self.pending: dict[tuple[bytes, ...], float] = {}  # contribution name -> expiry
-        self.counters = {"contributions": 0, "contrib_segments": 0, "contrib_refused": 0,
+        self.counters = {"contrib_rounds": 0, "contrib_segments": 0, "contrib_refused": 0,
                          "contrib_served": 0, "contrib_held": 0, "contrib_evicted": 0}
 
     def __len__(self) -> int:
         return sum(len(r) for r in self._store.values())
 
     def _member(self, group: str, member: str) -> GroupDescriptor:
-        desc, _ = self.groups.get(group)
-        try:
-            m = desc.members[desc.index(member)]
-        except KeyError:
-            raise ReductionError(403, f"{member} is not a member of group {group} "
-                                      f"(members: {', '.join(str(m) for m in desc.members)})") from None
-        if m.node != self.node:
-            raise ReductionError(409, f"member {member} of group {group} lives on node {m.node}, not {self.node}")
-        return desc
+        """The newest version of `group` in which `member` lives on this node."""
+        latest, _ = self.groups.get(group)
+        elsewhere = None
+        for desc in reversed(self.groups.versions(group)):
+            try:
+                m = desc.members[desc.index(member)]
+            except KeyError:
+                continue
+            if m.node == self.node:
+                return desc
+            elsewhere = elsewhere or m.node
+        if elsewhere is not None:
+            raise ReductionError(409, f"member {member} of group {group} lives on node {elsewhere}, not {self.node}")
+        raise ReductionError(403, f"{member} is not a member of group {group} "
+                                  f"(members: {', '.join(str(m) for m in latest.members)})")
 
     def _check_round(self, key: tuple[str, str], rnd: int) -> None:
         evicted = self._evicted.get(key)
@@ -228,7 +245,7 @@ class ContributionStore:
         self._make_room(size, key, rnd)
         if rnd not in rounds:
             rounds[rnd] = contribution
-            self.counters["contributions"] += 1
+            self.counters["contrib_rounds"] += 1
             while len(rounds) > self.rounds_kept:
                 self._evict(key, min(rounds))
         contribution.segments[seg] = data
@@ -259,7 +276,10 @@ class ContributionStore:
     def take_pending(self, data: Data, now: float) -> bool:
         """True if an Interest for `data` is being held (and forget it)."""
         expiry = self.pending.pop(data.name.comps, None)
-        return expiry is not None and expiry > now
+        if expiry is not None and expiry > now:
+            self.counters["contrib_served"] += 1
+            return True
+        return False
 
     # --- serving ---------------------------------------------------------------------------
     def lookup(self, interest: Interest, lifetime: float, now: float) -> Data | Nack | None:
@@ -302,6 +322,7 @@ class ContributionStore:
         return sorted(d.name for rounds in self._store.values() for c in rounds.values()
                       for d in c.segments.values())
 
-    def stats(self) -> dict[str, int]:
+    def stats(self, now: float) -> dict[str, int]:
+        self._purge(now)
         return {"contributions": len(self), "contribution_bytes": self.bytes_used,
                 "contributions_waiting": len(self.pending), "groups": len(self.groups)}

@@ -24,6 +24,10 @@ reduction groups.  The schema::
     [groups.g1]
     members = ["a", "m2@b"]    # "NODE", or "MEMBER@NODE" for a member id
                                # that differs from the name of its node
+    rendezvous = ["c"]         # optional: nodes where splits start (default:
+                               # the members' nodes, segment s at node s mod n)
+    segment_bytes = 524288     # optional: 1024..983040
+    deadline_ms = 0            # optional: longest wait for stragglers (0: none)
 
 `load` and `parse` return a `TopologySpec` or raise `TopologyError`, whose
 message is ``"<source>: <entry>: <problem>"`` -- the file, the entry (for

@@ -256,7 +256,7 @@ def test_nonfinite_and_overflow_are_flagged():
 
 
 def test_lossy_links_are_repaired_by_per_child_retransmission():
-    tree = Tree(arrays_of(np.int64), loss={("a1", "w2"): 0.5, ("r", "a2"): 0.3})
+    tree = Tree(arrays_of(np.int64), loss={("a1", "w2"): 0.3, ("r", "a2"): 0.2})
     requests = [tree.request("r", rnd=rnd, lifetime_ms=8000) for rnd in range(10)]
     tree.net.run(until=10)
     for app, interest in requests:
@@ -312,3 +312,34 @@ def test_aggregator_state_is_released():
         agg = tree.net.nodes[n].fw.aggregator
         assert not agg.entries and not agg.children and agg.bytes_used == 0
         assert len(tree.net.nodes[n].fw.pit) == 0
+
+
+def test_retransmitted_request_still_gets_the_named_not_yet():
+    """A consumer re-sends (new nonce, the remaining lifetime): the final Nack
+    must carry the nonce now on the PIT out-record, and name only w5."""
+    arrays = arrays_of(np.int64)
+    arrays.pop("w5")
+    tree = Tree(arrays)
+    app, first = tree.request("w1", lifetime_ms=3000)
+    tree.net.run(until=1.0)
+    again = Interest(first.name, lifetime_ms=2000, app_params=first.app_params)
+    app.send(again)
+    tree.net.run(until=5)
+    (nack,) = tree.answers(app, first)
+    assert isinstance(nack, Nack) and nack.reason == NackReason.NOT_YET
+    assert "no contribution from w5 " in nack.detail
+    assert sum(tree.net.nodes[n].fw.counters.unsolicited_nacks for n in NODES) == 0
+
+
+def test_a_members_refusal_reaches_the_consumer_with_its_reason():
+    tree = Tree(arrays_of(np.int64))
+
+    def refuse(interest):
+        return Nack(interest.name, interest.nonce, NackReason.NO_ROUTE, "round 1 of w5 in g is no longer kept here")
+
+    node = tree.net.nodes["w5"]
+    node.fw.fib.remove(Name("/node/w5/member"), min(node.apps))  # the tree's own producer goes
+    tree.net.app("w5").serve("/node/w5/member", refuse)
+    nack = tree.reduce("w1")
+    assert isinstance(nack, Nack) and nack.reason == NackReason.NOT_YET
+    assert "no longer kept here" in nack.detail and "w5" in nack.detail
