@@ -38,8 +38,10 @@ member clients) and of the member and aggregator daemons
 (``cpu_s_per_op``, 10 ms ticks: meaningful from 1 MiB up), the daemons'
 peak resident memory (``daemon_peak_rss_mib``: the largest, and the sum)
 and the share of a core the rest of the machine used meanwhile
-(``other_cpu``; likewise per MPI launch; ``contended`` and ``(!)`` in the
-table above 0.25: the figures are disturbed).
+(``other_cpu``: task time of the whole machine less ours, interrupt and
+softirq time left out, over the whole case, warm-up included, or None when
+that is under 1 s; likewise over each MPI launch; ``contended`` and ``(!)``
+in the table above 0.25: the figures are disturbed).
 
 MPI side (the baselines, ``bench/mpi_allreduce.py`` under ``mpirun``; method
 and flags of shared/reference/collective.md section 5 and Appendix A):
@@ -60,7 +62,7 @@ members are oversubscribed on both sides (MPI: ``--oversubscribe
 Output: progress on stderr; on stdout a table, then one JSON line per case
 (``--json-only``: only the JSON lines).  Exit status 1 if an icnd case
 failed or icnd has no reduction API.  Runtime: ``--quick`` ~10 s, the full
-matrix ~6 min (mostly the 64 MiB cases; the MPI side ~40 s).
+matrix ~4 min (mostly the 64 MiB cases; the MPI side ~40 s).
 """
 
 from __future__ import annotations
@@ -110,6 +112,8 @@ MPI_OP_NAMES = {"allreduce": "MPI_Allreduce", "reduce": "MPI_Reduce (root 0)"}
 MPI_INSTALL_HINT = ("`make bench-deps`, or by hand: `apt-get update && DEBIAN_FRONTEND=noninteractive apt-get "
                     "install -y openmpi-bin libopenmpi-dev` (as root), then `.venv/bin/pip install mpi4py`")
 MPI_LAUNCH_TIMEOUT = 900.0
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+MIN_OTHER_WINDOW = 1.0  # s: shorter windows are too coarse (10 ms ticks, a dozen processes) to judge contention
 
 
 # --- formatting -------------------------------------------------------------------------------------
@@ -200,6 +204,18 @@ def mpi_argv(transport: str, members: int, sizes: list[int], ops: list[str], rep
             "--sizes", ",".join(map(str, sizes)), "--ops", ",".join(ops)]
 
 
+def machine_task_seconds() -> float:
+    """CPU seconds all cores have spent running tasks (user, nice, system, steal) since boot:
+    `C.machine_busy_seconds` less interrupt and softirq time, which loopback traffic (ours
+    as much as anyone's) is charged to and which no process's own CPU time includes."""
+    try:
+        with open("/proc/stat", "rb") as f:
+            user, nice, system, _idle, _iowait, _irq, _softirq, steal = map(int, f.readline().split()[1:9])
+    except (OSError, ValueError):
+        return 0.0
+    return (user + nice + system + steal) / CLK_TCK
+
+
 def own_cpu_seconds() -> float:
     """CPU seconds of this process and its reaped descendants (mpirun and its ranks)."""
     t = os.times()
@@ -219,7 +235,7 @@ def run_mpi(transport: str, members: int, sizes: list[int], ops: list[str], reps
     argv = mpi_argv(transport, members, sizes, ops, reps)
     log_path = f"{workdir}/mpi-{transport}-{members}.log"
     C.log(f"mpi-{transport}: {members} ranks: {' '.join(argv)}", quiet)
-    busy0, ours0, wall0 = C.machine_busy_seconds(), own_cpu_seconds(), time.perf_counter()
+    busy0, ours0, wall0 = machine_task_seconds(), own_cpu_seconds(), time.perf_counter()
     proc = C.spawn(argv, log_path=log_path, stdout=subprocess.PIPE)
     try:
         out, _ = proc.communicate(timeout=MPI_LAUNCH_TIMEOUT)
@@ -228,7 +244,7 @@ def run_mpi(transport: str, members: int, sizes: list[int], ops: list[str], reps
         out, error = b"", f"mpirun did not finish within {MPI_LAUNCH_TIMEOUT:g} s"
     finally:
         C.stop(proc)
-    other = C.machine_busy_seconds() - busy0 - (own_cpu_seconds() - ours0)
+    other = machine_task_seconds() - busy0 - (own_cpu_seconds() - ours0)
     other_cpu = _r(max(0.0, other) / (time.perf_counter() - wall0), 2)
     results: dict[Key, Timing] = {}
     for text in out.decode("utf-8", "replace").splitlines():
@@ -327,19 +343,22 @@ def contributor_count(reduced: Any) -> int | None:
 
 class CpuMeter:
     """CPU seconds (from /proc, 10 ms ticks) of this process (the member clients), the
-    member daemons, the other daemons and the rest of the machine, accumulated over
-    the timed regions between `start` and `stop`."""
+    member daemons and the other daemons: accumulated over the timed regions between
+    `start` and `stop`, and, for `other_cpu`, over the whole case since `begin`."""
 
     def __init__(self, pids: dict[str, int | None], members: list[str]) -> None:
         self.daemons = {"member_daemons": [p for n, p in pids.items() if p and n in members],
                         "aggregator_daemons": [p for n, p in pids.items() if p and n not in members]}
-        self.total = {"clients": 0.0, **{g: 0.0 for g in self.daemons}, "machine": 0.0, "wall": 0.0}
+        self.total = {"clients": 0.0, **{g: 0.0 for g in self.daemons}}
         self._start: dict[str, float] = {}
+        self._begin = (0.0, 0.0, 0.0)
 
     def _sample(self) -> dict[str, float]:
         return {"clients": C.self_cpu_seconds(),
-                **{g: sum(map(C.cpu_seconds, pids)) for g, pids in self.daemons.items()},
-                "machine": C.machine_busy_seconds(), "wall": time.perf_counter()}
+                **{g: sum(map(C.cpu_seconds, pids)) for g, pids in self.daemons.items()}}
+
+    def begin(self) -> None:
+        self._begin = (machine_task_seconds(), sum(self._sample().values()), time.perf_counter())
 
     def start(self) -> None:
         self._start = self._sample()
@@ -349,15 +368,16 @@ class CpuMeter:
             self.total[g] += v - self._start[g]
 
     def per_op(self, ops: int) -> dict[str, float | None]:
-        """CPU seconds per operation of this process and of the daemons."""
-        ours = ("clients", *self.daemons)
-        return {g: _r(self.total[g] / ops, 3) if ops else None for g in ours}
+        """CPU seconds per timed operation of this process and of the daemons."""
+        return {g: _r(t / ops, 3) if ops else None for g, t in self.total.items()}
 
-    def other_cpu(self) -> float | None:
-        """Share of a core the rest of the machine used meanwhile."""
-        t = self.total
-        other = t["machine"] - t["clients"] - sum(t[g] for g in self.daemons)
-        return _r(max(0.0, other) / t["wall"], 2) if t["wall"] > 0 else None
+    def other_cpu(self) -> tuple[float | None, float]:
+        """(share of a core the rest of the machine used since `begin`, or None if that
+        window is too short to tell; the window in seconds)."""
+        machine0, ours0, wall0 = self._begin
+        window = time.perf_counter() - wall0
+        other = machine_task_seconds() - machine0 - (sum(self._sample().values()) - ours0)
+        return (_r(max(0.0, other) / window, 2) if window >= MIN_OTHER_WINDOW else None), window
 
 
 def describe(exc: BaseException) -> str:
@@ -456,15 +476,18 @@ async def icnd_case(opts: Any, members: int, op: str, nbytes: int) -> Timing:
             pids = {name: net[name].pid for name in spec.nodes}
             cpu = CpuMeter(pids, workers)
             run: Callable[..., Awaitable[tuple[float, dict]]] = getattr(IcndBench(clients, cpu, opts.timeout), op)
+            cpu.begin()
             warm, _ = await run(arrays, expected, timed=False)
             for _ in range(opts.reps):
                 elapsed, extra = await run(arrays, expected, timed=True)
                 samples.append(elapsed)
                 extras.append(extra)
+            other, window = cpu.other_cpu()
             peaks = [peak_rss_mib(p) for p in pids.values()]
     except Exception as exc:
         return Timing(error=f"{describe(exc)} (after {len(samples)} timed reps)")
-    timing = Timing.of(samples, warmup_s=_r(warm), cpu_s_per_op=cpu.per_op(len(samples)), other_cpu=cpu.other_cpu(),
+    timing = Timing.of(samples, warmup_s=_r(warm), cpu_s_per_op=cpu.per_op(len(samples)),
+                       other_cpu=other, other_cpu_window_s=_r(window, 3),
                        daemon_peak_rss_mib={"max": round(max(peaks)), "sum": round(sum(peaks))})
     for k in extras[0]:  # e.g. contribute_s
         timing.extra[k] = _r(statistics.median(e[k] for e in extras))

@@ -566,12 +566,14 @@ class Client:
         info.pop("descriptor", None)
         return info
 
-    async def contribute(self, group: str, round: int, array: Any, member: str | None = None) -> dict:
+    async def contribute(self, group: str, round: int, array: Any, member: str | None = None, *,
+                         timeout: float = 30.0) -> dict:
         """Make `array` member `member`'s (default: this node's name) contribution
-        to `round` of `group`, served by this node (segmented, never pickled)."""
+        to `round` of `group`, served by this node (segmented, never pickled);
+        all of it handed over within `timeout` seconds."""
         from .reduction.consumer import contribute
 
-        return await contribute(self, group, round, array, member)
+        return await contribute(self, group, round, array, member, timeout)
 
     async def reduce(self, group: str, round: int, op: str = "sum", *, timeout: float = 10.0,
                      partial: bool = False, version: int | None = None) -> Any:
@@ -590,8 +592,9 @@ class Client:
                         timeout: float = 10.0) -> Any:
         """Contribute `array` and fetch the aggregate every member fetches
         (one computation in the network for all of them): a numpy array."""
-        await self.contribute(group, round, array, member)
-        result = await self.reduce(group, round, op, timeout=timeout)
+        deadline = trio.current_time() + timeout
+        await self.contribute(group, round, array, member, timeout=timeout)
+        result = await self.reduce(group, round, op, timeout=max(0.1, deadline - trio.current_time()))
         return result.array
 
     # --- management -------------------------------------------------------------------------

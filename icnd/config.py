@@ -75,8 +75,8 @@ class NodeConfig:
     function_max_jobs: int = 32  # calls handshaked or running at once; beyond: Nack no-resources
     function_max_arg_mb: float = 64.0
     function_retention_s: float = 60.0  # how long a finished result stays fetchable
-    contrib_store_mb: float = 512.0  # members' contributions kept by this node (encoded + content)
-    aggregate_max_mb: float = 512.0  # aggregation buffers in the forwarder
+    contrib_store_mb: float = 256.0  # members' contributions kept by this node (encoded + content)
+    aggregate_max_mb: float = 256.0  # aggregation buffers in the forwarder
     aggregate_max_entries: int = 1024  # aggregations in progress
     aggregate_max_rounds: int = 16  # concurrent rounds per group
     default_strategy: str = "best-route"

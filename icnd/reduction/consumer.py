@@ -155,7 +155,9 @@ async def create_group(client: "Client", name: str, members: Sequence[str], *, r
     return {k: v for k, v in info.items() if k not in ("descriptor", "key")}
 
 
-async def contribute(client: "Client", group: str, rnd: int, array: Any, member: str | None) -> dict:
+async def contribute(client: "Client", group: str, rnd: int, array: Any, member: str | None,
+                     timeout: float = 30.0) -> dict:
+    deadline = trio.current_time() + timeout
     desc, _ = await group_descriptor(client, group)
     me = await node_id(client)
     member = member or me
@@ -184,7 +186,8 @@ async def contribute(client: "Client", group: str, rnd: int, array: Any, member:
         content = pack(meta, flat[s * seg_elems:(s + 1) * seg_elems])
         data = _digest.sign(Data(contrib_name(m.node, member, group, rnd, s), content,
                                  freshness_ms=CONTRIB_FRESHNESS_MS))
-        result = await client.command("reduce", "contribute", packets=[encode(data)])
+        remaining = max(0.1, deadline - trio.current_time())
+        result = await client.command("reduce", "contribute", packets=[encode(data)], timeout=remaining)
         added += result["added"]
 
     await _run_all([bind(send, s) for s in range(nseg)], CONTRIBUTE_WINDOW)
