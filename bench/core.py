@@ -79,6 +79,7 @@ if __package__ in (None, ""):  # run as a script from a checkout
 import msgpack
 
 from icnd import codec
+from icnd.core.timers import TIMER_SLACK
 from icnd.runtime import tune_gc
 from icnd.codec import decode, encode
 from icnd.core.forwarder import Forwarder
@@ -226,25 +227,26 @@ class FakeClock:
 
 
 def fw_miss_batch(fw: Forwarder, batch, off: float) -> None:
-    """Timers are driven as `icnd.node.Node` drives them: the wake-up time
-    moves earlier only when a packet pushed an earlier timer
-    (`TimerQueue.pushed_min`), and `on_timer` runs when it is reached."""
+    """Timers are driven as `icnd.node.Node` drives them: the wake-up time is
+    the earliest deadline plus `TIMER_SLACK`, it moves earlier only when a
+    packet pushed an earlier timer (`TimerQueue.pushed_min`), and `on_timer`
+    runs when it is reached."""
     interests, replies = batch
     pc = time.perf_counter
     on_packet, on_timer, next_deadline = fw.on_packet, fw.on_timer, fw.next_deadline
     timers = fw.timers
     inf = float("inf")
-    deadline = next_deadline() or inf
+    deadline = (next_deadline() or inf) + TIMER_SLACK
     timers.pushed_min = inf
     for iw in interests:
         now = pc() - off
-        if timers.pushed_min < deadline:
-            deadline = timers.pushed_min
+        if timers.pushed_min + TIMER_SLACK < deadline:
+            deadline = timers.pushed_min + TIMER_SLACK
         timers.pushed_min = inf
         if now >= deadline:
             for s in on_timer(now):
                 encode(s.packet)
-            deadline = next_deadline() or inf
+            deadline = (next_deadline() or inf) + TIMER_SLACK
             timers.pushed_min = inf
         for face, pkt in on_packet(CONSUMER, decode(iw), now):
             wire = encode(pkt)
@@ -253,13 +255,13 @@ def fw_miss_batch(fw: Forwarder, batch, off: float) -> None:
             # producer: decode the Interest, answer with the pre-built Data
             dwire = replies[decode(wire).name.comps]
             now = pc() - off
-            if timers.pushed_min < deadline:
-                deadline = timers.pushed_min
+            if timers.pushed_min + TIMER_SLACK < deadline:
+                deadline = timers.pushed_min + TIMER_SLACK
             timers.pushed_min = inf
             if now >= deadline:
                 for s in on_timer(now):
                     encode(s.packet)
-                deadline = next_deadline() or inf
+                deadline = (next_deadline() or inf) + TIMER_SLACK
                 timers.pushed_min = inf
             for _face, dpkt in on_packet(face, decode(dwire), now):
                 encode(dpkt)
@@ -287,17 +289,17 @@ def fw_hit_batch(fw: Forwarder, interests: list[bytes], off: float) -> None:
     on_packet, on_timer, next_deadline = fw.on_packet, fw.on_timer, fw.next_deadline
     timers = fw.timers
     inf = float("inf")
-    deadline = next_deadline() or inf
+    deadline = (next_deadline() or inf) + TIMER_SLACK
     timers.pushed_min = inf
     for iw in interests:
         now = pc() - off
-        if timers.pushed_min < deadline:
-            deadline = timers.pushed_min
+        if timers.pushed_min + TIMER_SLACK < deadline:
+            deadline = timers.pushed_min + TIMER_SLACK
         timers.pushed_min = inf
         if now >= deadline:
             for s in on_timer(now):
                 encode(s.packet)
-            deadline = next_deadline() or inf
+            deadline = (next_deadline() or inf) + TIMER_SLACK
             timers.pushed_min = inf
         for _face, pkt in on_packet(CONSUMER, decode(iw), now):
             encode(pkt)

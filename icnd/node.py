@@ -43,6 +43,7 @@ from .codec import decode, encode
 from .config import NodeConfig, resolve_socket_path
 from .core.fib import TableFull
 from .core.forwarder import Forwarder
+from .core.timers import TIMER_SLACK
 from .errors import DecodeError
 from .compute.registry import HostedFunction, hosted, load_callable
 from .faces import Face, UdpListener, connect_face, memory_face_pair, open_listener, parse_face_uri
@@ -614,7 +615,8 @@ class Node:
         while True:
             deadline = self.fw.next_deadline()
             timers.pushed_min = math.inf  # next_deadline accounts for everything pushed so far
-            with trio.CancelScope(deadline=math.inf if deadline is None else deadline) as scope:
+            wake = math.inf if deadline is None else deadline + TIMER_SLACK  # timers due meanwhile: one pass
+            with trio.CancelScope(deadline=wake) as scope:
                 self._timer_scope = scope
                 await trio.sleep_forever()
             self._timer_scope = None
@@ -627,8 +629,8 @@ class Node:
         if earliest != math.inf:
             timers.pushed_min = math.inf
             scope = self._timer_scope
-            if scope is not None and earliest < scope.deadline:
-                scope.deadline = earliest
+            if scope is not None and earliest + TIMER_SLACK < scope.deadline:
+                scope.deadline = earliest + TIMER_SLACK
 
     # --- status -----------------------------------------------------------------------------------
     def status(self) -> dict:

@@ -44,7 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
-from ..name import LOCALHOST, T_RNP, Name
+from ..name import LOCALHOST, T_DIGEST, T_RNP, Name
 from ..reduction.group import REDUCE
 from ..packet import (
     MAX_LIFETIME_MS,
@@ -146,12 +146,13 @@ class Forwarder:
         self.pit = Pit(max_entries=pit_max_entries, max_per_face=pit_max_per_face)
         self.cs = ContentStore(cs_capacity_bytes)
         self.dnl = DeadNonceList(dnl_lifetime, dnl_capacity)
+        self._dnl_ms = dnl_lifetime * 1000
         self.strategies = StrategyChoice(default_strategy)
         self.rf = ReflexiveTable(rf_max_entries, rf_max_per_face)
         self._single_path = BestRoute()
         self.counters = Counters()
         self.faces: dict[int, FaceInfo] = {AGGREGATOR_FACE: FaceInfo(True)}
-        self.aggregator = Aggregator(self)
+        self.aggregator = self._agg = Aggregator(self)
         self.timers = TimerQueue()
         self._out: list[Send] = []
         self._dnl_sweep_at: float | None = None
@@ -195,7 +196,7 @@ class Forwarder:
             raise TypeError(f"not a packet: {kind.__name__}")
         out = self._out
         self._out = []
-        if self.aggregator.busy:
+        if self._agg.busy:
             return self._with_aggregator(out, now)
         return out
 
@@ -213,7 +214,7 @@ class Forwarder:
     def _flush(self, now: float) -> list[Send]:
         out = self._out
         self._out = []
-        if self.aggregator.busy:
+        if self._agg.busy:
             return self._with_aggregator(out, now)
         return out
 
@@ -255,15 +256,22 @@ class Forwarder:
         if interest.hop_limit == 0:
             c.hop_limit_drops += 1
             return
-        if len(self.dnl) and self.dnl.has(comps, interest.nonce, now):
+        dnl = self.dnl
+        if dnl._records and dnl.has(comps, interest.nonce, now):
             c.dead_nonce_hits += 1
             self._nack(face, interest, NackReason.DUPLICATE, "looping Interest (dead-nonce list)")
             return
-        entry = self.pit.find(interest)
+        # pit.find and the Content Store's exact lookup, inlined for the common miss
+        entry = self.pit.find(interest) if comps in self.pit._by_name else None
         if entry is None:
             # A name with an rnp= never hits (no such Data is cached), so the
             # reflexive test costs nothing on the Content Store hit path.
-            data = self.cs.lookup(interest, now)
+            cs = self.cs
+            if (interest.can_be_prefix or comps in cs._lru
+                    or (comps and comps[-1][0] == T_DIGEST)):
+                data = cs.lookup(interest, now)
+            else:
+                data = None
             if data is not None:
                 self.on_content_store_hit(face, interest, data)
                 return
@@ -297,15 +305,25 @@ class Forwarder:
         self._out.append(_send(Send, (face, data)))
 
     def on_content_store_miss(self, face: int, interest: Interest, now: float) -> None:
+        pit = self.pit
         try:
-            entry = self.pit.insert(interest)
+            entry = pit.insert(interest)
         except TableFull as exc:
             self.counters.pit_full += 1
             self._nack(face, interest, NackReason.CONGESTION, str(exc))
             return
-        if not self._add_in_record(entry, face, interest, now):
-            self.pit.remove(entry)
+        ms = interest.lifetime_ms  # _add_in_record, inlined: the hot path
+        expiry = now + (ms / 1000.0 if MIN_LIFETIME_MS <= ms <= MAX_LIFETIME_MS else clamp_lifetime(ms))
+        try:
+            pit.add_in_record(entry, face, interest, expiry)
+        except TableFull as exc:
+            pit.remove(entry)
+            self.counters.pit_full += 1
+            self._nack(face, interest, NackReason.CONGESTION, str(exc))
             return
+        # _schedule_expiry, inlined: a new entry has no timer yet
+        entry.timer_at = expiry
+        self.timers.push(expiry, self.on_interest_expiry, entry, ms)
         entry.suppress = SUPPRESS_INITIAL
         self._strategy_interest(entry, face, interest, now)
 
@@ -613,7 +631,13 @@ class Forwarder:
         if comps and comps[0] == LOCALHOST and not info.local:
             c.scope_violations += 1
             return
-        entries = self.pit.match_data(data)
+        pit = self.pit
+        if pit._cbp or pit._digest:
+            entries = pit.match_data(data)
+        else:  # exact names only: the stored list itself (copied if an entry may be removed from it)
+            entries = pit._by_name.get(comps, ())
+            if len(entries) > 1:
+                entries = list(entries)
         if len(entries) != 1 or face not in entries[0].out_records:
             entries = [e for e in entries if face in e.out_records]
         if not entries:
@@ -628,7 +652,7 @@ class Forwarder:
         # Like NFD: a satisfied Interest's nonces need the dead-nonce list only
         # if a looping copy could miss the cache (not cached, or MustBeFresh
         # with freshness shorter than the list remembers).
-        short_fresh = data.freshness_ms < self.dnl.lifetime * 1000
+        short_fresh = data.freshness_ms < self._dnl_ms
         out = self._out
         if len(entries) == 1:  # the common case: no need to de-duplicate downstreams
             entry = entries[0]

@@ -12,7 +12,10 @@ Invariants:
   heap head;
 - timers due at the same time fire in push order within a lane or the heap;
 - ``pushed_min`` is the earliest due time pushed since the owner last reset
-  it, so a shell can learn cheaply that its wake-up must move earlier.
+  it, so a shell can learn cheaply that its wake-up must move earlier;
+- a timer whose argument has a true ``removed`` attribute when it comes due
+  is dropped without calling it (cancellation without a search: PIT entries
+  set ``removed`` when satisfied, so their expiry timers cost one test).
 """
 
 from __future__ import annotations
@@ -23,6 +26,11 @@ from collections import deque
 from typing import Any, Callable
 
 Callback = Callable[[Any, float, float], None]
+# How late a shell may run due timers (`icnd.node.Node` wakes its timer task
+# at the earliest deadline plus this): the timers due meanwhile are handled in
+# one pass instead of one wake-up each.  PIT expiries, retransmissions and
+# deadlines happen up to this late; the simulator keeps exact times.
+TIMER_SLACK = 0.002
 MAX_LANES = 8
 _INF = float("inf")
 
@@ -59,7 +67,9 @@ class TimerQueue:
         return None if best == _INF else best
 
     def run_due(self, now: float) -> None:
-        """Fire every timer due at or before `now`, earliest first."""
+        """Fire every timer due at or before `now`, earliest first; a timer
+        whose `arg` has a true ``removed`` attribute (a satisfied PIT entry)
+        is dropped without a call."""
         heap = self._heap
         lanes = [q for q in self._lanes.values() if q]
         while True:
@@ -73,5 +83,15 @@ class TimerQueue:
             if best_q is None:
                 due, _, callback, arg = heapq.heappop(heap)
             else:
+                # the common case: one lane, heap empty or later: drain it in a tight loop
+                limit = min(now, heap[0][0]) if heap else now
+                if len(lanes) == 1:
+                    popleft = best_q.popleft
+                    while best_q and best_q[0][0] <= limit:
+                        due, callback, arg = popleft()
+                        if not getattr(arg, "removed", False):
+                            callback(arg, due, now)
+                    continue
                 due, callback, arg = best_q.popleft()
-            callback(arg, due, now)
+            if not getattr(arg, "removed", False):
+                callback(arg, due, now)
