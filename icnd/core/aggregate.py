@@ -327,9 +327,12 @@ class Aggregator:
 
     def _retransmit_due(self, e: AstEntry, now: float) -> None:
         for child in e.pending():
-            if child.retries >= MAX_RETRIES or e.deadline - now < 0.01:
+            if child.retries >= MAX_RETRIES:
                 continue
             if now >= child.sent_at + child.rto:
+                if e.deadline - now < 0.01:  # too late to ask again: wait for the deadline
+                    child.retries = MAX_RETRIES
+                    continue
                 child.retries += 1
                 child.rto = min(child.rto * 2, MAX_RTO)
                 old = child.interest
@@ -342,7 +345,9 @@ class Aggregator:
 
     # --- timers -------------------------------------------------------------------------------
     def _arm(self, e: AstEntry) -> None:
-        """Wake up at the deadline or when the first pending child's RTO runs out."""
+        """Wake up at the deadline or when the first pending child's RTO runs
+        out; every wake-up before the deadline re-sends or gives up the
+        children it was for, so this never spins."""
         at = e.deadline
         for child in e.children.values():
             if child.state == "pending" and child.retries < MAX_RETRIES:

@@ -343,3 +343,33 @@ def test_a_members_refusal_reaches_the_consumer_with_its_reason():
     nack = tree.reduce("w1")
     assert isinstance(nack, Nack) and nack.reason == NackReason.NOT_YET
     assert "no longer kept here" in nack.detail and "w5" in nack.detail
+
+
+def test_late_timer_near_the_deadline_does_not_spin():
+    """A shell may run timers late (TIMER_SLACK): a child whose RTO ran out
+    within the last 10 ms before the deadline is given up, not re-armed at
+    a time already past (which would fire again and again)."""
+    arrays = arrays_of(np.int64)
+    arrays.pop("w5")
+    tree = Tree(arrays)
+    app, interest = tree.request("w1", lifetime_ms=2000)
+    tree.net.run(until=0.5)
+    fw = tree.net.nodes["a2"].fw
+    (entry,) = fw.aggregator.entries.values()
+    (child,) = entry.pending()
+    child.sent_at, child.rto = entry.deadline - 0.105, 0.1  # due 5 ms before the deadline
+    entry.timer_at = float("inf")
+    fw.aggregator._arm(entry)
+    calls = []
+    schedule = fw.schedule
+
+    def counted(at, callback, arg=None):
+        calls.append(at)
+        if len(calls) > 50:
+            raise AssertionError("the aggregator keeps re-arming")
+        schedule(at, callback, arg)
+
+    fw.schedule = counted
+    fw.on_timer(entry.deadline - 0.002)  # 3 ms late, 2 ms before the deadline
+    assert child.state == "pending" and len(calls) <= 1
+    assert all(at >= entry.deadline for at in calls)
