@@ -545,17 +545,16 @@ def cmd_group_create(args: argparse.Namespace) -> int:
             return await client.create_group(args.name, args.members, rendezvous=args.rendezvous,
                                              segment_bytes=args.segment_bytes, deadline=args.deadline)
 
-    info = trio.run(run)
-    if args.json:
-        _print_json(info)
-    else:
-        _print_group(info)
-    return 0
+    return _show_group(args, trio.run(run))
 
 
 def cmd_group_show(args: argparse.Namespace) -> int:
     info = _mgmt(args, "group", "show", name=args.name, **({} if args.version is None else {"version": args.version}))
     info.pop("descriptor", None)
+    return _show_group(args, info)
+
+
+def _show_group(args: argparse.Namespace, info: dict) -> int:
     if args.json:
         _print_json(info)
     else:

@@ -294,15 +294,7 @@ class Management:
         sign = _arg(args, "sign", bool, False)
         node = self.node
         names = []
-        for wire in packets:
-            if not isinstance(wire, bytes):
-                raise CommandError(400, "packets must be encoded Data (bytes)")
-            try:
-                data = decode(wire)
-            except DecodeError as exc:
-                raise CommandError(400, f"malformed Data: {exc}") from None
-            if not isinstance(data, Data):
-                raise CommandError(400, "only Data can be published")
+        for data in _data_packets(packets):
             if any(c[0] == T_RNP for c in data.name.comps):
                 raise CommandError(400, f"{data.name}: a published name may not contain an rnp= component")
             if sign:
@@ -435,20 +427,28 @@ class Management:
     async def reduce_contribute(self, face: Face, args: dict) -> Any:
         """Contribution segments (encoded Data named /node/<this>/member/<m>/contrib/...)."""
         added = 0
-        for wire in _arg(args, "packets", list):
-            if not isinstance(wire, bytes):
-                raise CommandError(400, "packets must be encoded Data (bytes)")
-            try:
-                data = decode(wire)
-            except DecodeError as exc:
-                raise CommandError(400, f"malformed Data: {exc}") from None
-            if not isinstance(data, Data):
-                raise CommandError(400, "a contribution is Data")
+        for data in _data_packets(_arg(args, "packets", list)):
             try:
                 added += self.node.contribute(data)
             except ReductionError as exc:
                 raise CommandError(exc.code, str(exc)) from None
         return {"added": added}
+
+
+def _data_packets(packets: list) -> list[Data]:
+    """The encoded Data packets of a command's ``packets`` argument, decoded."""
+    out = []
+    for wire in packets:
+        if not isinstance(wire, bytes):
+            raise CommandError(400, "packets must be encoded Data (bytes)")
+        try:
+            data = decode(wire)
+        except DecodeError as exc:
+            raise CommandError(400, f"malformed Data: {exc}") from None
+        if not isinstance(data, Data):
+            raise CommandError(400, "packets must be Data, not Interests or Nacks")
+        out.append(data)
+    return out
 
 
 def _with_version(desc: GroupDescriptor, version: int) -> GroupDescriptor:

@@ -369,10 +369,17 @@ class Aggregator:
         self.busy = bool(self.entries or self.children or self.inbox)
 
     # --- answers from children ------------------------------------------------------------------
-    def _on_child_data(self, data: Data, now: float) -> None:
-        child = self.children.pop(data.name.comps, None)
+    def _answered(self, comps: tuple[bytes, ...]) -> Child | None:
+        """The pending child an answer named `comps` is for (None: late, counted)."""
+        child = self.children.pop(comps, None)
         if child is None or child.entry.done:
             self.counters["agg_late"] += 1
+            return None
+        return child
+
+    def _on_child_data(self, data: Data, now: float) -> None:
+        child = self._answered(data.name.comps)
+        if child is None:
             return
         e = child.entry
         self.counters["agg_child_data"] += 1
@@ -444,9 +451,8 @@ class Aggregator:
         return got
 
     def _on_child_nack(self, nack: Nack, now: float) -> None:
-        child = self.children.pop(nack.name.comps, None)
-        if child is None or child.entry.done:
-            self.counters["agg_late"] += 1
+        child = self._answered(nack.name.comps)
+        if child is None:
             return
         e = child.entry
         child.state = "failed"

@@ -384,13 +384,7 @@ class Forwarder:
 
     def send_interest(self, entry: PitEntry, face: int, interest: Interest, now: float) -> None:
         """The outgoing-Interest pipeline: out-record, hop limit, send."""
-        expiry = now + clamp_lifetime(interest.lifetime_ms)  # record_out, inlined: the hot path
-        out = entry.out_records.get(face)
-        if out is None:
-            entry.out_records[face] = OutRecord(interest.nonce, now, expiry)
-        else:
-            out.nonce, out.sent_at, out.expiry, out.nacked = interest.nonce, now, expiry, None
-        entry.last_forwarded = now
+        self.record_out(entry, face, interest, now)
         self.counters.interests_out += 1
         self._out.append(_send(Send, (face, new_interest(
             interest.name, interest.nonce, interest.lifetime_ms, interest.hop_limit - 1,
