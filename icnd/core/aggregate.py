@@ -35,7 +35,9 @@ Timers: an entry's deadline is its request's expiry less a margin (10% of
 the remaining lifetime, 50 ms..1 s), and no later than the group's
 ``deadline_ms`` after the request arrived (when the group sets one); children are asked with lifetimes
 that end at that deadline, so every level answers before its parent gives
-up.  A child not answered within its RTO (SRTT + 4·RTTVAR per next hop,
+up.  At most ``CHILD_WINDOW`` sub-requests are outstanding per next hop;
+the others wait their turn (pacing: a burst of large answers would overflow
+UDP socket buffers).  A child not answered within its RTO (SRTT + 4·RTTVAR per next hop,
 1 s before any sample) is asked again with a new nonce, at most
 ``MAX_RETRIES`` times, backing off.
 
@@ -70,12 +72,13 @@ MAX_RETRIES = 8
 INITIAL_RTO = 1.0
 MIN_RTO, MAX_RTO = 0.05, 1.0
 AGGREGATE_FRESHNESS_MS = 3_600_000
+CHILD_WINDOW = 4  # sub-requests outstanding per next hop; the others wait their turn
 REQUEST_CACHE = 1024
 
 AGG_COUNTERS = (
     "agg_requests", "agg_forwarded", "agg_relayed", "agg_entries", "agg_roots", "agg_children", "agg_child_data",
     "agg_combined", "agg_results", "agg_partials", "agg_incomplete", "agg_errors", "agg_retransmissions",
-    "agg_congestion", "agg_malformed", "agg_rejected", "agg_duplicates", "agg_late",
+    "agg_congestion", "agg_malformed", "agg_rejected", "agg_duplicates", "agg_late", "agg_paced",
 )
 
 _digest = DigestKey()
@@ -91,6 +94,8 @@ class Child:
     rto: float = INITIAL_RTO
     retries: int = 0
     state: str = "pending"  # pending, done, failed
+    queued: bool = False  # waiting for room in its next hop's window
+    counted: bool = False  # occupies a place in its next hop's window
 
     @property
     def leaf(self) -> bool:
@@ -143,6 +148,9 @@ class Aggregator:
         self.counters = dict.fromkeys(AGG_COUNTERS, 0)
         self._requests: collections.OrderedDict[bytes, ReduceRequest] = collections.OrderedDict()
         self._rtt: dict[int | None, tuple[float, float]] = {}
+        self.window = CHILD_WINDOW
+        self._inflight: dict[int, int] = {}  # next hop -> sub-requests outstanding on it
+        self._waiting: dict[int, collections.deque[Child]] = {}  # next hop -> sub-requests queued
 
     # --- routing (in place of a strategy) ------------------------------------------------
     def route(self, entry: "PitEntry", in_face: int, interest: Interest, now: float) -> None:
@@ -322,12 +330,55 @@ class Aggregator:
         self.counters["agg_children"] += 1
 
     def _send(self, child: Child, now: float) -> None:
+        """Ask `child`, or queue it while its next hop has `window` sub-requests
+        outstanding (pacing: a burst of 512 KiB answers overflows UDP buffers)."""
+        face = child.face
+        if face is not None and not child.counted:
+            if self._inflight.get(face, 0) >= self.window:
+                if not child.queued:
+                    child.queued = True
+                    self.counters["agg_paced"] += 1
+                    self._waiting.setdefault(face, collections.deque()).append(child)
+                return
+            self._inflight[face] = self._inflight.get(face, 0) + 1
+            child.counted, child.queued = True, False
         child.sent_at = now
         self.fw.on_incoming_interest(AGGREGATOR_FACE, child.interest, now)
 
+    def _release(self, child: Child, now: float) -> None:
+        """`child` was answered or given up: its place in the window goes to the next waiting one."""
+        child.queued = False
+        if not child.counted:
+            return
+        child.counted = False
+        face = child.face
+        assert face is not None
+        left = self._inflight.get(face, 1) - 1
+        if left > 0:
+            self._inflight[face] = left
+        else:
+            self._inflight.pop(face, None)
+        waiting = self._waiting.get(face)
+        while waiting:
+            nxt = waiting.popleft()
+            e = nxt.entry
+            if nxt.state != "pending" or e.done or not nxt.queued:
+                continue
+            nxt.queued = False
+            remaining = e.deadline - now
+            if remaining < 0.01:
+                continue  # too late: the deadline will count its members as missing
+            old = nxt.interest
+            nxt.interest = Interest(old.name, old.nonce, max(10, int(remaining * 1000)), app_params=old.app_params)
+            self._send(nxt, now)
+            self._arm(e)
+            break
+        if waiting is not None and not waiting:
+            del self._waiting[face]
+
     def _retransmit_due(self, e: AstEntry, now: float) -> None:
         for child in e.pending():
-            if child.retries >= MAX_RETRIES:
+            if child.retries >= MAX_RETRIES or child.queued:
                 continue
             if now >= child.sent_at + child.rto:
                 if e.deadline - now < 0.01:  # too late to ask again: wait for the deadline
@@ -350,7 +401,7 @@ class Aggregator:
         children it was for, so this never spins."""
         at = e.deadline
         for child in e.children.values():
-            if child.state == "pending" and child.retries < MAX_RETRIES:
+            if child.state == "pending" and child.retries < MAX_RETRIES and not child.queued:
                 at = min(at, child.sent_at + child.rto)
         if at < e.timer_at:
             e.timer_at = at
@@ -381,6 +432,7 @@ class Aggregator:
         child = self._answered(data.name.comps)
         if child is None:
             return
+        self._release(child, now)
         e = child.entry
         self.counters["agg_child_data"] += 1
         if child.retries == 0:
@@ -454,6 +506,7 @@ class Aggregator:
         child = self._answered(nack.name.comps)
         if child is None:
             return
+        self._release(child, now)
         e = child.entry
         child.state = "failed"
         ids = ", ".join(e.request.desc.member_ids(child.members))
@@ -477,6 +530,7 @@ class Aggregator:
         for key, child in e.children.items():
             if child.state == "pending":
                 self.children.pop(key, None)
+                self._release(child, now)
         if e.acc is not None:
             self.bytes_used -= e.acc.nbytes
         req = e.request

@@ -30,7 +30,7 @@ from .segment import SegmentError, SegmentMeta, check_dtype, pack, plan, unpack
 if TYPE_CHECKING:
     from ..client import Client
 
-RETX = 2.0  # seconds between re-sent aggregate requests
+RETX = 0.5  # seconds between re-sent aggregate requests
 WINDOW = 8
 CONTRIBUTE_WINDOW = 4
 CONTRIB_FRESHNESS_MS = 60_000

@@ -373,3 +373,25 @@ def test_late_timer_near_the_deadline_does_not_spin():
     fw.on_timer(entry.deadline - 0.002)  # 3 ms late, 2 ms before the deadline
     assert child.state == "pending" and len(calls) <= 1
     assert all(at >= entry.deadline for at in calls)
+
+
+def test_sub_requests_are_paced_per_next_hop():
+    arrays = arrays_of(np.float32, n=2048)
+    tree = Tree(arrays, seg_bytes=1024)  # 8 segments
+    root = tree.net.nodes["r"].fw.aggregator
+    root.window = 1
+    most = []
+    send = root._send
+
+    def watched(child, now):
+        send(child, now)
+        most.append(max(root._inflight.values(), default=0))
+
+    root._send = watched
+    requests = [tree.request("w1", seg=s, lifetime_ms=4000) for s in range(8)]
+    tree.net.run(until=5)
+    for app, interest in requests:
+        (data,) = tree.answers(app, interest)
+        assert isinstance(data, Data) and decode_result(tree, data)[0].members == (0, 1, 2, 3, 4)
+    assert max(most) == 1 and root.counters["agg_paced"] > 0
+    assert not root._inflight and not root._waiting
