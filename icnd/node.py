@@ -52,7 +52,7 @@ from .name import LOCALHOST, Name, generic
 from .packet import ContentType, Data, Interest, Nack, NackReason
 from .objstore import ObjectStore
 from .reduction.contrib import ContributionStore, GroupTable, ReductionError
-from .reduction.group import GroupDescriptor, MEMBER
+from .reduction.group import CONTRIBUTE, GroupDescriptor, MEMBER
 from .repo import Repo
 from .security import Ed25519Key, KeyChain
 
@@ -511,6 +511,8 @@ class Node:
         if comps[:own] == self.name.comps and len(comps) > own:
             what = comps[own]
             if what == MEMBER:
+                if comps[own + 2:own + 3] == (CONTRIBUTE,):
+                    return self._remote_contribution(interest)
                 return self.contrib.lookup(interest, interest.lifetime_ms / 1000.0, trio.current_time())
             if what == generic("group") and comps[own + 1:own + 2] == (generic("install"),):
                 return self._install_group(interest)
@@ -549,6 +551,26 @@ class Node:
         except ReductionError as exc:
             body = {"code": str(exc.code), "message": f"{self.node_id}: {exc}"}
             return self.key.sign(Data(interest.name, msgpack.packb(body), ContentType.ERROR, freshness_ms=0))
+
+    def _remote_contribution(self, interest: Interest) -> Data:
+        """A contribution segment handed over by another node's client (the
+        same checks as a local one; contributors are not authenticated)."""
+        assert self.key is not None
+        code, body = 0, {}
+        try:
+            if not interest.app_params or not interest.params_ok():
+                raise ReductionError(400, "a contribution carries its segment's Data in the parameters")
+            try:
+                data = decode(interest.app_params)
+            except DecodeError as exc:
+                raise ReductionError(400, f"malformed Data: {exc}") from None
+            if not isinstance(data, Data) or data.name.comps[:4] != interest.name.comps[:4]:
+                raise ReductionError(400, "the parameters must be the member's contribution Data")
+            body = {"added": int(self.contribute(data))}
+        except ReductionError as exc:
+            code, body = exc.code, {"code": str(exc.code), "message": f"{self.node_id}: {exc}"}
+        kind = ContentType.ERROR if code else ContentType.BLOB
+        return self.key.sign(Data(interest.name, msgpack.packb(body), kind, freshness_ms=0))
 
     def contribute(self, data: Data) -> bool:
         """Store a member's contribution segment and answer anyone waiting for it."""

@@ -24,7 +24,7 @@ from ..errors import Error, Nacked, Timeout
 from ..name import Name
 from ..packet import ContentType, Data, Interest, NackReason
 from ..security import DigestKey
-from .group import CONSUMER_OPS, GroupDescriptor, contrib_name, reduce_interest
+from .group import CONSUMER_OPS, GroupDescriptor, contrib_name, reduce_interest, remote_contribute_name
 from .segment import SegmentError, SegmentMeta, check_dtype, pack, plan, unpack
 
 if TYPE_CHECKING:
@@ -166,9 +166,6 @@ async def contribute(client: "Client", group: str, rnd: int, array: Any, member:
     except KeyError:
         raise ValueError(f"{member} is not a member of group {group} "
                          f"(members: {', '.join(str(x) for x in desc.members)})") from None
-    if m.node != me:
-        raise ValueError(f"member {member} of group {group} lives on node {m.node}: contribute through "
-                         f"{m.node}'s socket (this client is connected to {me})")
     arr = np.asarray(array)
     dt = check_dtype(arr.dtype)
     arr = np.ascontiguousarray(arr, dtype=dt)  # byte order only, never a change of kind
@@ -187,12 +184,30 @@ async def contribute(client: "Client", group: str, rnd: int, array: Any, member:
         data = _digest.sign(Data(contrib_name(m.node, member, group, rnd, s), content,
                                  freshness_ms=CONTRIB_FRESHNESS_MS))
         remaining = max(0.1, deadline - trio.current_time())
-        result = await client.command("reduce", "contribute", packets=[encode(data)], timeout=remaining)
+        if m.node == me:
+            result = await client.command("reduce", "contribute", packets=[encode(data)], timeout=remaining)
+        else:  # the member lives elsewhere: hand the segment to its node through the network
+            result = await _contribute_remote(client, m.node, member, data, remaining)
         added += result["added"]
 
     await _run_all([bind(send, s) for s in range(nseg)], CONTRIBUTE_WINDOW)
     return {"group": group, "round": rnd, "member": member, "segments": nseg, "added": added,
             "dtype": dt.str, "shape": list(arr.shape)}
+
+
+async def _contribute_remote(client: "Client", node: str, member: str, data: Data, timeout: float) -> dict:
+    """One contribution segment to `member`'s node `node`: an Interest
+    ``/node/<node>/member/<member>/contribute`` carrying the segment's Data."""
+    from ..client import CommandFailed
+
+    interest = Interest.with_params(remote_contribute_name(node, member), encode(data),
+                                    lifetime_ms=max(10, int(timeout * 1000)))
+    answer = await client.express(interest, timeout=timeout, retx=min(RETX * 2, timeout))
+    if answer.content_type == ContentType.ERROR:
+        error = _remote_error(answer)
+        raise CommandFailed(getattr(error, "code", "500"), getattr(error, "message", str(error)))
+    await client.verify(answer)
+    return msgpack.unpackb(answer.content, raw=False)
 
 
 async def reduce(client: "Client", group: str, rnd: int, op: str, *, timeout: float, partial: bool,

@@ -40,6 +40,7 @@ DESC = generic("desc")
 NODE = generic("node")
 MEMBER = generic("member")
 CONTRIB = generic("contrib")
+CONTRIBUTE = generic("contribute")
 
 OPS = ("sum", "max", "min")
 CONSUMER_OPS = OPS + ("mean",)  # mean = sum / count, at the consumer
@@ -283,6 +284,12 @@ class ReduceRequest:
 def contrib_name(node: str, member: str, group: str, rnd: int, seg: int) -> Name:
     return Name.from_wire((NODE, generic(node), MEMBER, generic(member), CONTRIB, generic(group),
                            _round_comp(rnd), segment(seg)))
+
+
+def remote_contribute_name(node: str, member: str) -> Name:
+    """Where another node's client hands a segment to `member`'s node (the
+    segment's Data rides in the Interest's parameters)."""
+    return Name.from_wire((NODE, generic(node), MEMBER, generic(member), CONTRIBUTE))
 
 
 def parse_contrib_name(comps: tuple[bytes, ...]) -> tuple[str, str, int, int] | None:
