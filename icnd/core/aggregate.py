@@ -51,6 +51,7 @@ other packets.
 from __future__ import annotations
 
 import collections
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -67,6 +68,8 @@ if TYPE_CHECKING:
     from .forwarder import Forwarder
     from .pit import PitEntry
 
+log = logging.getLogger("icnd.aggregate")
+
 AGGREGATOR_FACE = 0
 MAX_RETRIES = 8
 INITIAL_RTO = 1.0
@@ -79,6 +82,7 @@ AGG_COUNTERS = (
     "agg_requests", "agg_forwarded", "agg_relayed", "agg_entries", "agg_roots", "agg_children", "agg_child_data",
     "agg_combined", "agg_results", "agg_partials", "agg_incomplete", "agg_errors", "agg_retransmissions",
     "agg_congestion", "agg_malformed", "agg_rejected", "agg_duplicates", "agg_late", "agg_paced",
+    "agg_internal_errors",
 )
 
 _digest = DigestKey()
@@ -250,12 +254,16 @@ class Aggregator:
         while inbox:
             item = inbox.popleft()
             kind = type(item)
-            if kind is tuple:
-                self._start(*item, now)
-            elif kind is Data:
-                self._on_child_data(item, now)
-            elif kind is Nack:
-                self._on_child_nack(item, now)
+            try:
+                if kind is tuple:
+                    self._start(*item, now)
+                elif kind is Data:
+                    self._on_child_data(item, now)
+                elif kind is Nack:
+                    self._on_child_nack(item, now)
+            except Exception:  # a bug here must not take the forwarder down with it
+                self.counters["agg_internal_errors"] += 1
+                log.exception("aggregator: failed on %r", item)
         self.busy = bool(self.entries or self.children)
 
     def _start(self, pit_entry: "PitEntry", req: ReduceRequest, interest: Interest, now: float) -> None:

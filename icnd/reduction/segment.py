@@ -39,8 +39,8 @@ def check_dtype(dtype: Any) -> np.dtype:
     """The little-endian form of a numeric dtype; SegmentError for anything else."""
     try:
         dt = np.dtype(dtype)
-    except TypeError as exc:
-        raise SegmentError(f"not a dtype: {dtype!r} ({exc})") from None
+    except Exception as exc:  # numpy parses strings with several parsers: TypeError, ValueError, SyntaxError
+        raise SegmentError(f"not a dtype: {dtype!r} ({exc.__class__.__name__}: {exc})") from None
     if dt.kind not in KINDS or dt.itemsize > 16 or dt.fields is not None or dt.subdtype is not None:
         raise SegmentError(f"dtype {dt} cannot be reduced: only integer and floating-point arrays can")
     return dt.newbyteorder("<") if dt.byteorder == ">" else dt

@@ -395,3 +395,18 @@ def test_sub_requests_are_paced_per_next_hop():
         assert isinstance(data, Data) and decode_result(tree, data)[0].members == (0, 1, 2, 3, 4)
     assert max(most) == 1 and root.counters["agg_paced"] > 0
     assert not root._inflight and not root._waiting
+
+
+def test_an_aggregator_bug_is_counted_not_fatal(monkeypatch, caplog):
+    tree = Tree(arrays_of(np.int64))
+    agg = tree.net.nodes["r"].fw.aggregator
+
+    def broken(*args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(agg, "_on_child_data", broken)
+    app, interest = tree.request("r", lifetime_ms=500)
+    tree.net.run(until=2)  # the forwarder keeps running; the request ends without an answer
+    assert agg.counters["agg_internal_errors"] >= 1 and "boom" in caplog.text
+    monkeypatch.undo()
+    assert isinstance(tree.reduce("w1", rnd=2), Data)
