@@ -124,7 +124,8 @@ class GroupDescriptor:
             raise ValueError(f"group {self.group}: rendezvous must name 1-{MAX_MEMBERS} nodes")
         for node in self.rendezvous:
             check_ident(node, "rendezvous node")
-        if not self.ops or any(op not in OPS for op in self.ops) or len(set(self.ops)) != len(self.ops):
+        if (not self.ops or not all(type(op) is str and op in OPS for op in self.ops)
+                or len(set(self.ops)) != len(self.ops)):
             raise ValueError(f"group {self.group}: ops must be some of {', '.join(OPS)}")
         if type(self.seg_bytes) is not int or not MIN_SEG_BYTES <= self.seg_bytes <= MAX_SEG_BYTES:
             raise ValueError(f"group {self.group}: segment size must be {MIN_SEG_BYTES}..{MAX_SEG_BYTES} bytes")

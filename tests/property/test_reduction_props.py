@@ -62,3 +62,21 @@ def test_dtype_strings_numpy_cannot_parse_are_segment_errors():
         with pytest.raises(SegmentError):
             unpack(len(header).to_bytes(4, "big") + header + b"\0" * 8, seg_bytes=1024, max_bytes=1024,
                    n_members=1)
+
+
+VALUES = st.recursive(st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) | st.text(max_size=8),
+                      lambda inner: st.lists(inner, max_size=3), max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(index=st.integers(1, 8), value=VALUES)
+def test_descriptor_decoding_raises_only_value_error(index, value):
+    """A valid descriptor with any one field replaced by any value."""
+    import msgpack
+
+    fields = msgpack.unpackb(GroupDescriptor.create("g", ["a", "b@c"], rendezvous=["r"]).to_content())
+    fields[index] = value
+    try:
+        GroupDescriptor.from_content(msgpack.packb(fields))
+    except ValueError:
+        pass
