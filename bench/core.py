@@ -106,6 +106,8 @@ _sha256 = hashlib.sha256
 # --- packet generation (never timed) ---------------------------------------------
 
 
+INF = float("inf")
+
 def _fast_interest_wire(comps: tuple[bytes, ...], nonce: int) -> bytes:
     return _packb(
         [codec.VERSION, codec.T_INTEREST, comps, nonce, DEFAULT_LIFETIME_MS, DEFAULT_HOP_LIMIT, 0, None, []],
@@ -226,28 +228,39 @@ class FakeClock:
 # --- the measured loops ------------------------------------------------------------
 
 
+class NodeTimers:
+    """Drives a forwarder's timers as `icnd.node.Node` drives them: the
+    wake-up time is the earliest deadline plus `TIMER_SLACK`, it moves
+    earlier only when a packet pushed an earlier timer
+    (`TimerQueue.pushed_min`), and `on_timer` runs when it is reached."""
+
+    def __init__(self, fw: Forwarder) -> None:
+        self.fw = fw
+        self.timers = fw.timers
+        self.deadline = (fw.next_deadline() or INF) + TIMER_SLACK
+        self.timers.pushed_min = INF
+
+    def tick(self, now: float) -> None:
+        """What the node does around each packet (its `_rearm_timer`, its timer task)."""
+        timers = self.timers
+        if timers.pushed_min + TIMER_SLACK < self.deadline:
+            self.deadline = timers.pushed_min + TIMER_SLACK
+        timers.pushed_min = INF
+        if now >= self.deadline:
+            for s in self.fw.on_timer(now):
+                encode(s.packet)
+            self.deadline = (self.fw.next_deadline() or INF) + TIMER_SLACK
+            timers.pushed_min = INF
+
+
 def fw_miss_batch(fw: Forwarder, batch, off: float) -> None:
-    """Timers are driven as `icnd.node.Node` drives them: the wake-up time is
-    the earliest deadline plus `TIMER_SLACK`, it moves earlier only when a
-    packet pushed an earlier timer (`TimerQueue.pushed_min`), and `on_timer`
-    runs when it is reached."""
     interests, replies = batch
     pc = time.perf_counter
-    on_packet, on_timer, next_deadline = fw.on_packet, fw.on_timer, fw.next_deadline
-    timers = fw.timers
-    inf = float("inf")
-    deadline = (next_deadline() or inf) + TIMER_SLACK
-    timers.pushed_min = inf
+    on_packet = fw.on_packet
+    tick = NodeTimers(fw).tick
     for iw in interests:
         now = pc() - off
-        if timers.pushed_min + TIMER_SLACK < deadline:
-            deadline = timers.pushed_min + TIMER_SLACK
-        timers.pushed_min = inf
-        if now >= deadline:
-            for s in on_timer(now):
-                encode(s.packet)
-            deadline = (next_deadline() or inf) + TIMER_SLACK
-            timers.pushed_min = inf
+        tick(now)
         for face, pkt in on_packet(CONSUMER, decode(iw), now):
             wire = encode(pkt)
             if face == CONSUMER:
@@ -255,14 +268,7 @@ def fw_miss_batch(fw: Forwarder, batch, off: float) -> None:
             # producer: decode the Interest, answer with the pre-built Data
             dwire = replies[decode(wire).name.comps]
             now = pc() - off
-            if timers.pushed_min + TIMER_SLACK < deadline:
-                deadline = timers.pushed_min + TIMER_SLACK
-            timers.pushed_min = inf
-            if now >= deadline:
-                for s in on_timer(now):
-                    encode(s.packet)
-                deadline = (next_deadline() or inf) + TIMER_SLACK
-                timers.pushed_min = inf
+            tick(now)
             for _face, dpkt in on_packet(face, decode(dwire), now):
                 encode(dpkt)
 
@@ -286,21 +292,11 @@ def base_miss_batch(routes: dict[bytes, int], batch) -> None:
 
 def fw_hit_batch(fw: Forwarder, interests: list[bytes], off: float) -> None:
     pc = time.perf_counter
-    on_packet, on_timer, next_deadline = fw.on_packet, fw.on_timer, fw.next_deadline
-    timers = fw.timers
-    inf = float("inf")
-    deadline = (next_deadline() or inf) + TIMER_SLACK
-    timers.pushed_min = inf
+    on_packet = fw.on_packet
+    tick = NodeTimers(fw).tick
     for iw in interests:
         now = pc() - off
-        if timers.pushed_min + TIMER_SLACK < deadline:
-            deadline = timers.pushed_min + TIMER_SLACK
-        timers.pushed_min = inf
-        if now >= deadline:
-            for s in on_timer(now):
-                encode(s.packet)
-            deadline = (next_deadline() or inf) + TIMER_SLACK
-            timers.pushed_min = inf
+        tick(now)
         for _face, pkt in on_packet(CONSUMER, decode(iw), now):
             encode(pkt)
 
