@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from ..name import Name
 from ..packet import Data, Interest, Nack, NackReason, SigType
 from ..security import KEY_ID_LEN, DigestKey, Ed25519VerifyKey, signed_portion
 from .group import GroupDescriptor, parse_contrib_name
@@ -317,10 +316,6 @@ class ContributionStore:
     def _purge(self, now: float) -> None:
         for comps in [c for c, expiry in self.pending.items() if expiry <= now]:
             del self.pending[comps]
-
-    def names(self) -> list[Name]:
-        return sorted(d.name for rounds in self._store.values() for c in rounds.values()
-                      for d in c.segments.values())
 
     def stats(self, now: float) -> dict[str, int]:
         self._purge(now)
