@@ -19,12 +19,14 @@ any failure at all raises `DecodeError` and nothing else.
 from __future__ import annotations
 
 import hashlib
+import threading
 
 import msgpack
 
 from .errors import DecodeError
-from .name import T_PARAMS, Name, params_digest, valid_wire_comps
-from .packet import Data, Interest, Nack, NackReason, Packet, SigType, new_data, new_interest
+from .name import MAX_COMPONENT_BYTES, MAX_COMPONENTS, MAX_NAME_BYTES, T_PARAMS, Name, params_digest, valid_wire_comps
+from .packet import (Data, Interest, Nack, NackReason, Packet, SigType, _i_cbp, _i_hint, _i_hop, _i_life, _i_mbf,
+                     _i_name, _i_nonce, _i_params, _i_wire, _new, new_data)
 
 VERSION = 1
 T_INTEREST = 1
@@ -46,35 +48,45 @@ _NACK_REASONS = {int(r): r for r in NackReason}
 
 
 def encode(packet: Packet) -> bytes:
-    """Encode a packet; a Data's encoding is cached on the object."""
+    """Encode a packet; a Data's encoding is cached on the object, and an
+    Interest reuses the encoding it was decoded from (`Interest.wire`)."""
     if type(packet) is Data:
         wire = packet.wire
         if wire is None:
-            wire = msgpack.packb(_data_fields(packet) + [packet.sig_value], use_bin_type=True)
+            wire = _pack([*_data_fields(packet), packet.sig_value])
             object.__setattr__(packet, "wire", wire)
         return wire
     if type(packet) is Interest:
+        wire = packet.wire
+        if wire is not None:
+            return wire
         flags = (_FLAG_CBP if packet.can_be_prefix else 0) | (_FLAG_MBF if packet.must_be_fresh else 0)
-        return msgpack.packb(
-            [
-                VERSION,
-                T_INTEREST,
-                packet.name.comps,
-                packet.nonce,
-                packet.lifetime_ms,
-                packet.hop_limit,
-                flags,
-                packet.app_params,
-                [h.comps for h in packet.forwarding_hint],
-            ],
-            use_bin_type=True,
-        )
+        return _pack([
+            VERSION,
+            T_INTEREST,
+            packet.name.comps,
+            packet.nonce,
+            packet.lifetime_ms,
+            packet.hop_limit,
+            flags,
+            packet.app_params,
+            [h.comps for h in packet.forwarding_hint],
+        ])
     if type(packet) is Nack:
-        return msgpack.packb(
-            [VERSION, T_NACK, packet.name.comps, packet.nonce, int(packet.reason), packet.detail],
-            use_bin_type=True,
-        )
+        return _pack([VERSION, T_NACK, packet.name.comps, packet.nonce, int(packet.reason), packet.detail])
     raise TypeError(f"not a packet: {type(packet).__name__}")
+
+
+_MAIN_THREAD = threading.main_thread().ident
+_main_packer = msgpack.Packer(use_bin_type=True)
+
+
+def _pack(obj: list) -> bytes:
+    """``msgpack.packb(obj, use_bin_type=True)``; the main thread (the
+    forwarder's) reuses one Packer instead of building one per call."""
+    if _get_ident() == _MAIN_THREAD:
+        return _main_packer.pack(obj)
+    return msgpack.packb(obj, use_bin_type=True)
 
 
 def _data_fields(d: Data) -> list:
@@ -129,6 +141,22 @@ def _name(comps: object, what: str) -> Name:
     return Name.from_wire(comps)  # type: ignore[arg-type]
 
 
+def _valid_comps(comps: object) -> bool:
+    """`valid_wire_comps`, cheaper for the usual small name: the
+    components' total length bounds each one."""
+    if type(comps) is not tuple or len(comps) > MAX_COMPONENTS:
+        return False
+    if not comps:
+        return True
+    try:
+        total = len(_join(comps))  # TypeError unless every component is bytes (msgpack bin)
+    except TypeError:
+        return False
+    if total > _SMALL_NAME:
+        return valid_wire_comps(comps)
+    return b"" not in comps
+
+
 def _uint(value: object, limit: int, what: str) -> int:
     if type(value) is not int or value < 0 or value > limit:
         raise DecodeError(f"invalid {what}: {value!r}")
@@ -136,6 +164,13 @@ def _uint(value: object, limit: int, what: str) -> int:
 
 
 _unpackb = msgpack.unpackb
+_get_ident = threading.get_ident
+_join = b"".join
+_n_comps = Name.__dict__["comps"].__set__
+_n_hash = Name.__dict__["_hash"].__set__
+# Names whose components total at most this many bytes need no per-component
+# length check: no component can exceed MAX_COMPONENT_BYTES + 1 (its type byte).
+_SMALL_NAME = min(MAX_COMPONENT_BYTES + 1, MAX_NAME_BYTES)
 
 
 def decode(buf: bytes) -> Packet:
@@ -176,7 +211,7 @@ def _decode_fields(obj: object, buf: bytes) -> Packet:
         if len(obj) != 9:
             raise DecodeError("Interest must have 9 elements")
         _, _, comps, nonce, lifetime, hop, flags, params, hints = obj
-        if not valid_wire_comps(comps):
+        if not _valid_comps(comps):
             raise DecodeError("invalid Interest name")
         if type(nonce) is not int or not 0 <= nonce <= _U32:
             raise DecodeError(f"invalid nonce: {nonce!r}")
@@ -199,15 +234,26 @@ def _decode_fields(obj: object, buf: bytes) -> Packet:
                 raise DecodeError("application parameters do not match params-sha256 component")
         elif comps and comps[-1][0] == T_PARAMS:
             raise DecodeError("params-sha256 component without application parameters")
-        return new_interest(
-            Name.from_wire(comps), nonce, lifetime, hop, flags & _FLAG_CBP == _FLAG_CBP,
-            flags & _FLAG_MBF == _FLAG_MBF, params, hints,
-        )
+        # new_interest and Name.from_wire, inlined: every packet takes this path
+        name = _new(Name)
+        _n_comps(name, comps)
+        _n_hash(name, None)
+        i = _new(Interest)
+        _i_name(i, name)
+        _i_nonce(i, nonce)
+        _i_life(i, lifetime)
+        _i_hop(i, hop)
+        _i_cbp(i, flags & _FLAG_CBP == _FLAG_CBP)
+        _i_mbf(i, flags & _FLAG_MBF == _FLAG_MBF)
+        _i_params(i, params)
+        _i_hint(i, hints)
+        _i_wire(i, buf if type(buf) is bytes else None)
+        return i
     if ptype == T_DATA:
         if len(obj) != 10:
             raise DecodeError("Data must have 10 elements")
         _, _, comps, ctype, fresh, fbid, content, sig_type, kl, sig_value = obj
-        if not valid_wire_comps(comps):
+        if not _valid_comps(comps):
             raise DecodeError("invalid Data name")
         if type(ctype) is not int or not 0 <= ctype <= 0xFFFF:
             raise DecodeError(f"invalid content type: {ctype!r}")

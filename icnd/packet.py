@@ -88,6 +88,10 @@ class Interest:
     must_be_fresh: bool = False
     app_params: bytes | None = None
     forwarding_hint: tuple[Name, ...] = ()
+    # The encoding this Interest was decoded from (or derived from one), reused
+    # by `icnd.codec.encode`.  Not an init field, so `dataclasses.replace`
+    # never carries a stale encoding over to a changed copy.
+    wire: bytes | None = field(default=None, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if type(self.name) is not Name:
@@ -107,10 +111,20 @@ class Interest:
         return bool(comps) and comps[-1] == params_digest(hashlib.sha256(self.app_params).digest())
 
     def forwarded(self, hop_limit: int, nonce: int | None = None) -> "Interest":
-        """A copy with a new hop limit (and optionally nonce); hot path."""
+        """A copy with a new hop limit (and optionally nonce); hot path.
+
+        A forwarder's copy (hop limit one less, same nonce) of a decoded
+        Interest keeps an encoding: the received bytes with the hop-limit
+        byte patched (`_patched_hop`)."""
+        wire = self.wire
+        if wire is not None and (nonce is None or nonce == self.nonce):
+            wire = _patched_hop(wire, self.hop_limit, hop_limit, self.can_be_prefix, self.must_be_fresh,
+                                self.app_params, self.forwarding_hint)
+        else:
+            wire = None
         return new_interest(
             self.name, self.nonce if nonce is None else nonce, self.lifetime_ms, hop_limit,
-            self.can_be_prefix, self.must_be_fresh, self.app_params, self.forwarding_hint,
+            self.can_be_prefix, self.must_be_fresh, self.app_params, self.forwarding_hint, wire,
         )
 
     def __repr__(self) -> str:
@@ -175,10 +189,10 @@ Packet = Interest | Data | Nack
 # about twice as fast.  Only for values already known to be well-typed (the
 # codec validates before it builds; the forwarder copies existing packets).
 _new = object.__new__
-_i_name, _i_nonce, _i_life, _i_hop, _i_cbp, _i_mbf, _i_params, _i_hint = (
+_i_name, _i_nonce, _i_life, _i_hop, _i_cbp, _i_mbf, _i_params, _i_hint, _i_wire = (
     Interest.__dict__[f].__set__
     for f in ("name", "nonce", "lifetime_ms", "hop_limit", "can_be_prefix", "must_be_fresh",
-              "app_params", "forwarding_hint")
+              "app_params", "forwarding_hint", "wire")
 )
 _d_name, _d_content, _d_ctype, _d_fresh, _d_fbid, _d_stype, _d_kl, _d_sig, _d_wire = (
     Data.__dict__[f].__set__
@@ -188,7 +202,8 @@ _d_name, _d_content, _d_ctype, _d_fresh, _d_fbid, _d_stype, _d_kl, _d_sig, _d_wi
 
 
 def new_interest(name: Name, nonce: int, lifetime_ms: int, hop_limit: int, can_be_prefix: bool,
-                 must_be_fresh: bool, app_params: bytes | None, forwarding_hint: tuple) -> Interest:
+                 must_be_fresh: bool, app_params: bytes | None, forwarding_hint: tuple,
+                 wire: bytes | None = None) -> Interest:
     obj = _new(Interest)
     _i_name(obj, name)
     _i_nonce(obj, nonce)
@@ -198,7 +213,34 @@ def new_interest(name: Name, nonce: int, lifetime_ms: int, hop_limit: int, can_b
     _i_mbf(obj, must_be_fresh)
     _i_params(obj, app_params)
     _i_hint(obj, forwarding_hint)
+    _i_wire(obj, wire)
     return obj
+
+
+def _patched_hop(wire: bytes, old: int, new: int, cbp: bool, mbf: bool, params: bytes | None,
+                 hints: tuple) -> bytes | None:
+    """`wire` (an Interest's valid encoding, see `icnd.codec`) with hop limit
+    `new` instead of `old`, or None when that is not a one-byte patch.
+
+    The Interest array ends ``hop_limit, flags, app_params, hints``.  With no
+    parameters and no hints the last two elements are exactly ``c0 90`` (nil
+    has one encoding; an empty array whose last byte is 0x90 can only be the
+    fixarray form).  If the byte before them equals the flags and the one
+    before that equals `old` < 128, that byte ends the hop limit's encoding
+    (a multi-byte flags encoding would put its 0xcc-0xd3 marker there,
+    never a value < 128), and a value < 128 is its last byte in every
+    msgpack integer form, so replacing it with `new` (< `old`) re-encodes
+    the hop limit and leaves every other byte as it was."""
+    if params is not None or hints or not 0 <= new < old < 128:
+        return None
+    tails = _HOP_TAILS[cbp | (mbf << 1)]
+    if not wire.endswith(tails[old]):
+        return None
+    return wire[:-4] + tails[new]
+
+
+# _HOP_TAILS[flags][hop]: the last four bytes of an Interest without parameters or hints
+_HOP_TAILS = [[bytes((hop, flags, 0xC0, 0x90)) for hop in range(128)] for flags in range(4)]
 
 
 def new_data(name: Name, content: bytes, content_type: int, freshness_ms: int, final_block_id: bytes | None,

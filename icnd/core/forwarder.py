@@ -55,7 +55,6 @@ from ..packet import (
     Nack,
     NackReason,
     Packet,
-    new_interest,
 )
 from .aggregate import AGGREGATOR_FACE, Aggregator
 from .cs import ContentStore
@@ -154,6 +153,10 @@ class Forwarder:
         self.faces: dict[int, FaceInfo] = {AGGREGATOR_FACE: FaceInfo(True)}
         self.aggregator = self._agg = Aggregator(self)
         self.timers = TimerQueue()
+        self._expiry_timer = self._on_expiry_timer  # one bound method: it keys the timer lanes
+        # the composed best-route path of on_content_store_miss (False: always the
+        # general strategy path; tests compare the two)
+        self.fast_best_route = True
         self._out: list[Send] = []
         self._dnl_sweep_at: float | None = None
 
@@ -323,8 +326,26 @@ class Forwarder:
             return
         # _schedule_expiry, inlined: a new entry has no timer yet
         entry.timer_at = expiry
-        self.timers.push(expiry, self.on_interest_expiry, entry, ms)
+        comps = entry.comps
+        self.timers.push(expiry, self._expiry_timer, comps, ms)
         entry.suppress = SUPPRESS_INITIAL
+        if self.fast_best_route and comps and comps[0] != REDUCE and comps[0] != LOCALHOST:
+            # _strategy_interest -> BestRoute.after_receive_interest ->
+            # eligible_nexthops -> send_interest -> record_out, composed for
+            # the common case: a new entry (no out-record yet) under
+            # best-route goes to the cheapest live next hop other than the
+            # in-face.  No such hop: the general path (it rejects).
+            if type(self.strategies.find(comps)) is BestRoute:
+                fib_entry = self.fib.longest_match(comps)
+                if fib_entry is not None:
+                    faces = self.faces
+                    for hop in fib_entry.faces:
+                        if hop != face and hop in faces:
+                            entry.out_records[hop] = OutRecord(interest.nonce, now, expiry)
+                            entry.last_forwarded = now
+                            self.counters.interests_out += 1
+                            self._out.append(_send(Send, (hop, interest.forwarded(interest.hop_limit - 1))))
+                            return
         self._strategy_interest(entry, face, interest, now)
 
     def _add_in_record(self, entry: PitEntry, face: int, interest: Interest, now: float) -> bool:
@@ -341,7 +362,16 @@ class Forwarder:
         """Make sure a timer fires at `entry.expiry`; a later one becomes stale."""
         if entry.expiry < entry.timer_at:
             entry.timer_at = entry.expiry
-            self.timers.push(entry.expiry, self.on_interest_expiry, entry, entry.interest.lifetime_ms)
+            self.timers.push(entry.expiry, self._expiry_timer, entry.comps, entry.interest.lifetime_ms)
+
+    def _on_expiry_timer(self, comps: tuple[bytes, ...], at: float, now: float) -> None:
+        """An expiry timer came due: the PIT entries of that name whose
+        timer it is expire.  (Timers carry the name, not the entry, so a
+        satisfied entry is freed at once instead of waiting for its timer.)"""
+        entries = self.pit._by_name.get(comps)
+        if entries:
+            for entry in [e for e in entries if e.timer_at == at]:
+                self.on_interest_expiry(entry, at, now)
 
     def _pending_interest(self, entry: PitEntry, face: int, interest: Interest, now: float) -> bool:
         """An Interest for an existing entry: aggregate, suppress or
@@ -386,10 +416,7 @@ class Forwarder:
         """The outgoing-Interest pipeline: out-record, hop limit, send."""
         self.record_out(entry, face, interest, now)
         self.counters.interests_out += 1
-        self._out.append(_send(Send, (face, new_interest(
-            interest.name, interest.nonce, interest.lifetime_ms, interest.hop_limit - 1,
-            interest.can_be_prefix, interest.must_be_fresh, interest.app_params, interest.forwarding_hint,
-        ))))
+        self._out.append(_send(Send, (face, interest.forwarded(interest.hop_limit - 1))))
 
     def record_out(self, entry: PitEntry, face: int, interest: Interest, now: float) -> None:
         """The out-record of sending `interest` to `face` (nothing is sent)."""

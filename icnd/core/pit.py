@@ -176,7 +176,7 @@ class Pit:
         for face in entry.in_records:
             self._release(face)
         entry.in_records.clear()
-        entry.out_records.clear()  # a removed entry may wait in a timer lane: keep it small
+        entry.out_records.clear()
 
     def match_data(self, data: Data) -> list[PitEntry]:
         """Every entry the Data satisfies (exact, can_be_prefix, implicit digest)."""

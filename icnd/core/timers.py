@@ -4,7 +4,11 @@ Most timers are PIT expiries at ``now + lifetime`` with a handful of distinct
 lifetimes (4 s by default), so their due times arrive in order.  Such a timer
 goes at the tail of a FIFO *lane* (O(1) push and pop) when it is not earlier
 than the lane's tail; anything else goes to a heap.  Popping merges the lane
-heads and the heap head.
+heads and the heap head.  A lane belongs to one (lane key, callback) pair and
+holds ``(due, arg)`` pairs: with an `arg` of plain values (the forwarder
+passes a name's components) such a pair holds no reference the cyclic
+garbage collector has to follow, so the collector stops scanning it after
+its first pass.
 
 Invariants:
 - every lane is sorted by due time (a push that would break the order goes
@@ -13,9 +17,9 @@ Invariants:
 - timers due at the same time fire in push order within a lane or the heap;
 - ``pushed_min`` is the earliest due time pushed since the owner last reset
   it, so a shell can learn cheaply that its wake-up must move earlier;
-- a timer whose argument has a true ``removed`` attribute when it comes due
-  is dropped without calling it (cancellation without a search: PIT entries
-  set ``removed`` when satisfied, so their expiry timers cost one test).
+- there is no cancellation: a callback finds out itself whether its timer
+  still matters (the forwarder's look the name up in the PIT and compare
+  the due time with the entry's ``timer_at``).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ _INF = float("inf")
 class TimerQueue:
     def __init__(self) -> None:
         self._heap: list[tuple[float, int, Callback, Any]] = []
-        self._lanes: dict[float, deque[tuple[float, Callback, Any]]] = {}
+        self._lanes: dict[tuple[float, Callback], deque[tuple[float, Any]]] = {}
         self._seq = itertools.count()
         self.pushed_min = _INF
 
@@ -51,11 +55,12 @@ class TimerQueue:
         if due < self.pushed_min:
             self.pushed_min = due
         if lane is not None:
-            q = self._lanes.get(lane)
+            key = (lane, callback)
+            q = self._lanes.get(key)
             if q is None and len(self._lanes) < MAX_LANES:
-                q = self._lanes[lane] = deque()
+                q = self._lanes[key] = deque()
             if q is not None and (not q or q[-1][0] <= due):
-                q.append((due, callback, arg))
+                q.append((due, arg))
                 return
         heapq.heappush(self._heap, (due, next(self._seq), callback, arg))
 
@@ -67,31 +72,28 @@ class TimerQueue:
         return None if best == _INF else best
 
     def run_due(self, now: float) -> None:
-        """Fire every timer due at or before `now`, earliest first; a timer
-        whose `arg` has a true ``removed`` attribute (a satisfied PIT entry)
-        is dropped without a call."""
+        """Fire every timer due at or before `now`, earliest first."""
         heap = self._heap
-        lanes = [q for q in self._lanes.values() if q]
+        lanes = [(q, key[1]) for key, q in self._lanes.items() if q]
         while True:
-            best_q = None
+            best_q = best_cb = None
             best = heap[0][0] if heap else _INF
-            for q in lanes:
+            for q, cb in lanes:
                 if q and q[0][0] < best:
-                    best, best_q = q[0][0], q
+                    best, best_q, best_cb = q[0][0], q, cb
             if best > now:
                 return
             if best_q is None:
                 due, _, callback, arg = heapq.heappop(heap)
             else:
+                callback = best_cb
                 # the common case: one lane, heap empty or later: drain it in a tight loop
                 limit = min(now, heap[0][0]) if heap else now
                 if len(lanes) == 1:
                     popleft = best_q.popleft
                     while best_q and best_q[0][0] <= limit:
-                        due, callback, arg = popleft()
-                        if not getattr(arg, "removed", False):
-                            callback(arg, due, now)
+                        due, arg = popleft()
+                        callback(arg, due, now)
                     continue
-                due, callback, arg = best_q.popleft()
-            if not getattr(arg, "removed", False):
-                callback(arg, due, now)
+                due, arg = best_q.popleft()
+            callback(arg, due, now)

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 
 import msgpack
@@ -163,7 +164,10 @@ def decode_or_reject(buf: bytes) -> Interest | Data | Nack | None:
 
 
 def encode_fresh(packet: Interest | Data | Nack) -> bytes:
-    """Encode from the fields, ignoring a Data's cached wire."""
+    """Encode from the fields, ignoring a Data's cached wire and the wire an
+    Interest was decoded from."""
+    if isinstance(packet, Interest):
+        packet = dataclasses.replace(packet)  # `wire` is not an init field: the copy has none
     if isinstance(packet, Data):
         packet = Data(packet.name, packet.content, packet.content_type, packet.freshness_ms,
                       packet.final_block_id, packet.sig_type, packet.key_locator, packet.sig_value)
@@ -210,6 +214,75 @@ def test_encode_decode_round_trip(packet: Interest | Data | Nack) -> None:
     assert back == packet
     assert type(back) is type(packet)
     assert encode(back) == wire
+
+
+# Every msgpack form of an unsigned integer (icnd's encoder uses the shortest).
+_UINT_FORMS = {
+    "fix": (lambda v: v < 128, lambda v: bytes((v,))),
+    "u8": (lambda v: v < 1 << 8, lambda v: b"\xcc" + v.to_bytes(1, "big")),
+    "u16": (lambda v: v < 1 << 16, lambda v: b"\xcd" + v.to_bytes(2, "big")),
+    "u32": (lambda v: v < 1 << 32, lambda v: b"\xce" + v.to_bytes(4, "big")),
+    "u64": (lambda v: True, lambda v: b"\xcf" + v.to_bytes(8, "big")),
+    "i8": (lambda v: v < 128, lambda v: b"\xd0" + v.to_bytes(1, "big")),
+    "i64": (lambda v: True, lambda v: b"\xd3" + v.to_bytes(8, "big")),
+}
+_EMPTY_ARRAYS = [b"\x90", b"\xdc\x00\x00", b"\xdd\x00\x00\x00\x00"]
+
+
+def _uint(value: int, form: str) -> bytes:
+    fits, pack = _UINT_FORMS[form]
+    return pack(value) if fits(value) else msgpack.packb(value)
+
+
+@st.composite
+def interest_encodings(draw: st.DrawFn) -> tuple[Interest, bytes]:
+    """An Interest and one of its valid encodings, integers and the empty
+    hint array in forms icnd's encoder does not choose."""
+    i = draw(interests())
+    if i.forwarding_hint:
+        i = dataclasses.replace(i, forwarding_hint=())
+    forms = st.sampled_from(sorted(_UINT_FORMS))
+    flags = int(i.can_be_prefix) | int(i.must_be_fresh) << 1
+    wire = (
+        b"\x99" + _uint(1, draw(forms)) + _uint(1, draw(forms))
+        + msgpack.packb(i.name.comps, use_bin_type=True)
+        + _uint(i.nonce, draw(forms)) + _uint(i.lifetime_ms, draw(forms))
+        + _uint(i.hop_limit, draw(forms)) + _uint(flags, draw(forms))
+        + msgpack.packb(i.app_params, use_bin_type=True) + draw(st.sampled_from(_EMPTY_ARRAYS))
+    )
+    return i, wire
+
+
+@SETTINGS
+@given(interest_encodings(), st.data())
+def test_forwarded_interest_keeps_a_valid_encoding(case: tuple[Interest, bytes], data: st.DataObject) -> None:
+    """A decoded Interest re-encodes to the bytes it came from, and its
+    forwarded copy (hop limit lowered, the received bytes patched where
+    that is possible) encodes exactly the copy's fields."""
+    interest, wire = case
+    received = decode(wire)
+    assert received == interest
+    assert encode(received) == wire
+    if interest.hop_limit == 0:
+        return
+    hop = data.draw(st.integers(0, interest.hop_limit - 1))
+    copy = received.forwarded(hop)
+    expected = dataclasses.replace(interest, hop_limit=hop)
+    assert copy == expected
+    assert decode(encode(copy)) == expected
+    if copy.wire is not None:  # patched: all but the hop limit's last byte as received
+        assert len(copy.wire) == len(wire)
+        assert sum(a != b for a, b in zip(copy.wire, wire)) == 1
+    renonced = received.forwarded(hop, nonce=interest.nonce ^ 1)
+    assert renonced.wire is None and decode(encode(renonced)).nonce == interest.nonce ^ 1
+
+
+def test_forwarded_interest_patches_the_canonical_encoding() -> None:
+    """The common case, by example: the forwarder's copy reuses the bytes."""
+    received = decode(encode(Interest(Name("/a/b"), nonce=7, hop_limit=32)))
+    copy = received.forwarded(31)
+    assert copy.wire is not None
+    assert copy.wire == encode(Interest(Name("/a/b"), nonce=7, hop_limit=31))
 
 
 @SETTINGS
