@@ -285,17 +285,20 @@ class Client:
 
     @asynccontextmanager
     async def host(self, functions: dict[str, Callable[..., Any]], *, allow: dict[str, list[str]] | None = None,
-                   max_jobs: int = 32, workers: int = 4) -> AsyncIterator[Any]:
+                   max_jobs: int = 32, workers: int = 4, retention: float = 60.0) -> AsyncIterator[Any]:
         """Serve named functions from this process while the block runs:
         ``{"/fn/double": double}``; ``allow`` maps a prefix to the key-name
-        prefixes allowed to call it (default: any validly signed caller)."""
+        prefixes allowed to call it (default: any validly signed caller);
+        a finished call's result stays fetchable `retention` seconds, then
+        its thunk name answers a signed "gone" error."""
         from .compute.registry import hosted
         from .compute.rice import FunctionHost, HostLimits
 
         allow = allow or {}
         specs = [hosted(prefix, fn, allow.get(prefix, ())) for prefix, fn in functions.items()]
         node_name = Name((await self.status())["name"])
-        host = FunctionHost(self, specs, node_name, limits=HostLimits(max_jobs=max_jobs), workers=workers)
+        host = FunctionHost(self, specs, node_name, limits=HostLimits(max_jobs=max_jobs, retention=retention),
+                            workers=workers)
         async with trio.open_nursery() as nursery:
             await nursery.start(host.run)
             try:

@@ -37,7 +37,7 @@ import hashlib
 import logging
 import secrets
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -46,7 +46,7 @@ import msgpack
 import trio
 
 from ..errors import DecodeError, Error, Nacked, RemoteError, Timeout, Unauthorized, VerificationError
-from ..name import T_PARAMS, T_RNP, T_SEGMENT, Name, generic, rnp, segment
+from ..name import T_PARAMS, T_RNP, T_SEGMENT, Name, generic, rnp, segment, valid_wire_comps
 from ..objects import DEFAULT_SEGMENT_SIZE, Manifest, segment_count
 from ..packet import ContentType, Data, Interest, Nack, NackReason
 from ..security import Ed25519Key, Ed25519VerifyKey, KEY_ID_LEN
@@ -124,9 +124,39 @@ async def call(client: "Client", fn: Name, args: tuple, *, timeout: float, pure:
 
 
 def _call_proof(base: Name, ts: int, encoded: list[bytes]) -> bytes:
-    """What a small call's signature covers: the call's name (function + call-id),
-    the caller's clock (ms) and the encoded arguments."""
-    return msgpack.packb([base.to_uri(), ts, encoded], use_bin_type=True)
+    """What a small call's signature covers: the call's name (function +
+    call-id, as its wire-form components), the caller's clock (ms) and the
+    encoded arguments."""
+    return msgpack.packb([base.comps, ts, encoded], use_bin_type=True)
+
+
+_verify_keys: OrderedDict[bytes, Ed25519VerifyKey] = OrderedDict()
+VERIFY_KEY_CACHE = 1024  # callers' public keys kept parsed, least recently used dropped
+
+
+def _verify_key(pub: bytes) -> Ed25519VerifyKey:
+    """The parsed public key (cached: parsing costs as much as a quarter of a
+    verification); raises ValueError for a malformed one."""
+    key = _verify_keys.get(pub)
+    if key is None:
+        key = _verify_keys[pub] = Ed25519VerifyKey.from_bytes(pub)
+        if len(_verify_keys) > VERIFY_KEY_CACHE:
+            _verify_keys.popitem(last=False)
+    else:
+        _verify_keys.move_to_end(pub)
+    return key
+
+
+def _key_name(value: object) -> Name:
+    """A caller's key name from a small call: wire-form components (or, from
+    older callers, a URI)."""
+    if isinstance(value, str):
+        return Name(value)
+    if isinstance(value, list):
+        comps = tuple(value)
+        if valid_wire_comps(comps):
+            return Name.from_wire(comps)
+    raise ValueError("malformed key name")
 
 
 async def _small_call(client: "Client", fn: Name, encoded: list[bytes], deadline: float, lifetime: float) -> Any:
@@ -136,7 +166,7 @@ async def _small_call(client: "Client", fn: Name, encoded: list[bytes], deadline
     key = client.call_key()
     base = fn.append_wire(generic(secrets.token_bytes(16)))
     ts = time.time_ns() // 1_000_000
-    params = msgpack.packb({"args": encoded, "ts": ts, "pub": key.public_bytes(), "key": key.name.to_uri(),
+    params = msgpack.packb({"args": encoded, "ts": ts, "pub": key.public_bytes(), "key": key.name.comps,
                             "sig": key.sign_bytes(_call_proof(base, ts, encoded))}, use_bin_type=True)
     interest = Interest.with_params(base, params, lifetime_ms=int(lifetime * 1000))
     backoff = BUSY_BACKOFF
@@ -294,6 +324,9 @@ class FunctionHost:
         self._memo: OrderedDict[tuple, bytes] = OrderedDict()
         self._jobs: dict[str, Job] = {}
         self._gone: OrderedDict[str, None] = OrderedDict()
+        # finished jobs in the order they finished, each kept until `retention` after
+        self._retained: deque[tuple[float, Job]] = deque()
+        self._retained_added = trio.Event()
         self._nursery: trio.Nursery | None = None
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -302,8 +335,23 @@ class FunctionHost:
             for f in self.functions:
                 await stack.enter_async_context(self.client.serve(f.prefix, self._on_call))
             await stack.enter_async_context(self.client.serve(self.thunk_prefix, self._on_poll))
+            nursery.start_soon(self._expire_results)
             task_status.started(self)
             await trio.sleep_forever()
+
+    async def _expire_results(self) -> None:
+        """Forget each finished job `retention` after it finished (one task
+        for all of them: retention is the same for every job, so they expire
+        in the order they finished)."""
+        retained = self._retained
+        while True:
+            if not retained:
+                self._retained_added = trio.Event()
+                await self._retained_added.wait()
+                continue
+            await trio.sleep_until(retained[0][0])
+            while retained and retained[0][0] <= trio.current_time():
+                await self._forget(retained.popleft()[1])
 
     # --- calls ------------------------------------------------------------------------------
     def _function_for(self, name: Name) -> HostedFunction | None:
@@ -399,7 +447,7 @@ class FunctionHost:
         try:
             body = msgpack.unpackb(ti.app_params, raw=False, max_array_len=MAX_ARGS)
             encoded, ts, pub, sig = body["args"], body["ts"], body["pub"], body["sig"]
-            key_name = Name(body["key"])
+            key_name = _key_name(body["key"])
             if not isinstance(encoded, list) or not all(isinstance(b, bytes) for b in encoded):
                 raise ValueError("arguments are not a list of encoded values")
             if type(ts) is not int or not isinstance(pub, bytes) or not isinstance(sig, bytes):
@@ -430,7 +478,7 @@ class FunctionHost:
         if bytes(key_name[-1]) != hashlib.sha256(pub).digest()[:KEY_ID_LEN]:
             return None
         try:
-            ok = Ed25519VerifyKey.from_bytes(pub).is_valid(message, sig)
+            ok = _verify_key(pub).is_valid(message, sig)
         except Exception:
             return None
         return key_name if ok else None
@@ -452,7 +500,7 @@ class FunctionHost:
                 return None
             if bytes(kl[-1]) != hashlib.sha256(pub).digest()[:KEY_ID_LEN]:
                 return None  # the key name must commit to the public key
-            verifier = Ed25519VerifyKey.from_bytes(pub)
+            verifier = _verify_key(pub)
             from ..codec import signed_portion_of_wire
 
             if not verifier.verifies(signed_portion_of_wire(auth), auth.sig_value):
@@ -530,9 +578,8 @@ class FunctionHost:
             job.done.set()
         if job.thunked and job.error is None:  # checked with no await since done: see _start
             await self._publish(job)
-        with trio.move_on_after(self.limits.retention):
-            await trio.sleep_forever()
-        await self._forget(job)
+        self._retained.append((trio.current_time() + self.limits.retention, job))
+        self._retained_added.set()
 
     async def _publish(self, job: Job) -> None:
         try:
