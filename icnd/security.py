@@ -43,7 +43,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 from abc import ABC, abstractmethod
-from dataclasses import replace
 
 import msgpack
 from cryptography.exceptions import InvalidSignature
@@ -52,7 +51,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from .codec import MAX_CONTENT_SIZE, signed_portion, signed_portion_of_wire, with_signature
 from .errors import VerificationError
 from .name import Component, Name, NameLike, valid_wire_comps
-from .packet import ContentType, Data, SigType
+from .packet import ContentType, Data, SigType, new_data
 
 KEY_ID_LEN = 8
 SIG_LENGTHS: dict[int, int] = {SigType.DIGEST_SHA256: 32, SigType.HMAC_SHA256: 32, SigType.ED25519: 64}
@@ -165,9 +164,10 @@ class SigningKey(ABC):
 
         Any signature and cached wire on `data` are discarded first.
         """
-        unsigned = replace(
-            data, sig_type=self.sig_type, key_locator=self.name, sig_value=b"", wire=None
-        )
+        # dataclasses.replace, without its per-call field introspection (the
+        # fields come from a constructed Data, so they are already well-typed)
+        unsigned = new_data(data.name, data.content, data.content_type, data.freshness_ms, data.final_block_id,
+                            self.sig_type, self.name, b"", None)
         portion = signed_portion(unsigned)
         return with_signature(unsigned, self._signature(portion), portion)
 
