@@ -247,7 +247,10 @@ def _decode_fields(obj: object, buf: bytes) -> Packet:
         _i_mbf(i, flags & _FLAG_MBF == _FLAG_MBF)
         _i_params(i, params)
         _i_hint(i, hints)
-        _i_wire(i, buf if type(buf) is bytes else None)
+        # the received bytes, for re-sending without re-encoding; not with
+        # parameters, whose bytes the wire would hold a second copy of while
+        # the Interest waits in the PIT (and whose hop limit is never patched)
+        _i_wire(i, buf if params is None and type(buf) is bytes else None)
         return i
     if ptype == T_DATA:
         if len(obj) != 10:

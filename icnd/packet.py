@@ -89,8 +89,9 @@ class Interest:
     app_params: bytes | None = None
     forwarding_hint: tuple[Name, ...] = ()
     # The encoding this Interest was decoded from (or derived from one), reused
-    # by `icnd.codec.encode`.  Not an init field, so `dataclasses.replace`
-    # never carries a stale encoding over to a changed copy.
+    # by `icnd.codec.encode`; the decoder keeps it for Interests without
+    # parameters.  Not an init field, so `dataclasses.replace` never carries
+    # a stale encoding over to a changed copy.
     wire: bytes | None = field(default=None, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
