@@ -25,8 +25,9 @@ import msgpack
 
 from .errors import DecodeError
 from .name import MAX_COMPONENT_BYTES, MAX_COMPONENTS, MAX_NAME_BYTES, T_PARAMS, Name, params_digest, valid_wire_comps
-from .packet import (Data, Interest, Nack, NackReason, Packet, SigType, _i_cbp, _i_hint, _i_hop, _i_life, _i_mbf,
-                     _i_name, _i_nonce, _i_params, _i_wire, _new, new_data)
+from .packet import (Data, Interest, Nack, NackReason, Packet, SigType, _d_content, _d_ctype, _d_fbid, _d_fresh,
+                     _d_kl, _d_name, _d_sig, _d_stype, _d_wire, _i_cbp, _i_hint, _i_hop, _i_life, _i_mbf, _i_name,
+                     _i_nonce, _i_params, _i_wire, _new)
 
 VERSION = 1
 T_INTEREST = 1
@@ -271,8 +272,21 @@ def _decode_fields(obj: object, buf: bytes) -> Packet:
         key_locator = None if kl is None else _name(kl, "key locator")
         if type(sig_value) is not bytes or len(sig_value) > MAX_SIG_SIZE:
             raise DecodeError("invalid signature value")
-        return new_data(Name.from_wire(comps), content, ctype, fresh, fbid, sig_type, key_locator, sig_value,
-                        bytes(buf))
+        # new_data and Name.from_wire, inlined as for the Interest
+        name = _new(Name)
+        _n_comps(name, comps)
+        _n_hash(name, None)
+        d = _new(Data)
+        _d_name(d, name)
+        _d_content(d, content)
+        _d_ctype(d, ctype)
+        _d_fresh(d, fresh)
+        _d_fbid(d, fbid)
+        _d_stype(d, sig_type)
+        _d_kl(d, key_locator)
+        _d_sig(d, sig_value)
+        _d_wire(d, bytes(buf))
+        return d
     if ptype == T_NACK:
         if len(obj) != 6:
             raise DecodeError("Nack must have 6 elements")
