@@ -24,7 +24,7 @@ import threading
 import msgpack
 
 from .errors import DecodeError
-from .name import MAX_COMPONENT_BYTES, MAX_COMPONENTS, MAX_NAME_BYTES, T_PARAMS, Name, params_digest, valid_wire_comps
+from .name import T_PARAMS, Name, params_digest, valid_wire_comps
 from .packet import (Data, Interest, Nack, NackReason, Packet, SigType, _d_content, _d_ctype, _d_fbid, _d_fresh,
                      _d_kl, _d_name, _d_sig, _d_stype, _d_wire, _i_cbp, _i_hint, _i_hop, _i_life, _i_mbf, _i_name,
                      _i_nonce, _i_params, _i_wire, _new)
@@ -142,22 +142,6 @@ def _name(comps: object, what: str) -> Name:
     return Name.from_wire(comps)  # type: ignore[arg-type]
 
 
-def _valid_comps(comps: object) -> bool:
-    """`valid_wire_comps`, cheaper for the usual small name: the
-    components' total length bounds each one."""
-    if type(comps) is not tuple or len(comps) > MAX_COMPONENTS:
-        return False
-    if not comps:
-        return True
-    try:
-        total = len(_join(comps))  # TypeError unless every component is bytes (msgpack bin)
-    except TypeError:
-        return False
-    if total > _SMALL_NAME:
-        return valid_wire_comps(comps)
-    return b"" not in comps
-
-
 def _uint(value: object, limit: int, what: str) -> int:
     if type(value) is not int or value < 0 or value > limit:
         raise DecodeError(f"invalid {what}: {value!r}")
@@ -166,12 +150,8 @@ def _uint(value: object, limit: int, what: str) -> int:
 
 _unpackb = msgpack.unpackb
 _get_ident = threading.get_ident
-_join = b"".join
 _n_comps = Name.__dict__["comps"].__set__
 _n_hash = Name.__dict__["_hash"].__set__
-# Names whose components total at most this many bytes need no per-component
-# length check: no component can exceed MAX_COMPONENT_BYTES + 1 (its type byte).
-_SMALL_NAME = min(MAX_COMPONENT_BYTES + 1, MAX_NAME_BYTES)
 
 
 def decode(buf: bytes) -> Packet:
@@ -212,7 +192,7 @@ def _decode_fields(obj: object, buf: bytes) -> Packet:
         if len(obj) != 9:
             raise DecodeError("Interest must have 9 elements")
         _, _, comps, nonce, lifetime, hop, flags, params, hints = obj
-        if not _valid_comps(comps):
+        if not valid_wire_comps(comps):
             raise DecodeError("invalid Interest name")
         if type(nonce) is not int or not 0 <= nonce <= _U32:
             raise DecodeError(f"invalid nonce: {nonce!r}")
@@ -257,7 +237,7 @@ def _decode_fields(obj: object, buf: bytes) -> Packet:
         if len(obj) != 10:
             raise DecodeError("Data must have 10 elements")
         _, _, comps, ctype, fresh, fbid, content, sig_type, kl, sig_value = obj
-        if not _valid_comps(comps):
+        if not valid_wire_comps(comps):
             raise DecodeError("invalid Data name")
         if type(ctype) is not int or not 0 <= ctype <= 0xFFFF:
             raise DecodeError(f"invalid content type: {ctype!r}")

@@ -371,7 +371,10 @@ def valid_wire_comps(comps: object) -> bool:
         total = len(b"".join(comps))  # type: ignore[arg-type]
     except TypeError:
         return False
-    return total <= MAX_NAME_BYTES and b"" not in comps and max(map(len, comps)) <= MAX_COMPONENT_BYTES + 1  # type: ignore[arg-type]
+    if total > MAX_COMPONENT_BYTES + 1:  # only then can one component be over-long
+        if total > MAX_NAME_BYTES or max(map(len, comps)) > MAX_COMPONENT_BYTES + 1:  # type: ignore[arg-type]
+            return False
+    return b"" not in comps
 
 
 LOCALHOST = generic("localhost")

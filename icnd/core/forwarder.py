@@ -348,6 +348,20 @@ class Forwarder:
                             return
         self._strategy_interest(entry, face, interest, now)
 
+    def _new_entry(self, face: int, interest: Interest, now: float) -> PitEntry | None:
+        """A PIT entry with its in-record and expiry timer, or None (Nacked
+        congestion) when a PIT bound is reached."""
+        try:
+            entry = self.pit.insert(interest)
+        except TableFull as exc:
+            self.counters.pit_full += 1
+            self._nack(face, interest, NackReason.CONGESTION, str(exc))
+            return None
+        if not self._add_in_record(entry, face, interest, now):
+            self.pit.remove(entry)
+            return None
+        return entry
+
     def _add_in_record(self, entry: PitEntry, face: int, interest: Interest, now: float) -> bool:
         try:
             self.pit.add_in_record(entry, face, interest, now + clamp_lifetime(interest.lifetime_ms))
@@ -501,14 +515,8 @@ class Forwarder:
             self._nack(face, interest, NackReason.PROHIBITED, "reflexive name prefix in use by another trigger")
             return
         if entry is None:
-            try:
-                entry = self.pit.insert(interest)
-            except TableFull as exc:
-                c.pit_full += 1
-                self._nack(face, interest, NackReason.CONGESTION, str(exc))
-                return
-            if not self._add_in_record(entry, face, interest, now):
-                self.pit.remove(entry)
+            entry = self._new_entry(face, interest, now)
+            if entry is None:
                 return
             try:
                 rf = self.rf.insert(rnp, entry, now)
@@ -572,14 +580,8 @@ class Forwarder:
             return
         entry = self.pit.find(interest)
         if entry is None:
-            try:
-                entry = self.pit.insert(interest)
-            except TableFull as exc:
-                c.pit_full += 1
-                self._nack(face, interest, NackReason.CONGESTION, str(exc))
-                return
-            if not self._add_in_record(entry, face, interest, now):
-                self.pit.remove(entry)
+            entry = self._new_entry(face, interest, now)
+            if entry is None:
                 return
             entry.suppress = SUPPRESS_INITIAL
             forward = True
