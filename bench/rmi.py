@@ -29,10 +29,13 @@ process per node on loopback, a UDP link between them), ``client`` and
 itself (``--function``: an in-process client on a memory face, sync
 callables in the daemon's worker threads), default node configuration
 (``function_max_jobs`` 8, ``function_workers`` 4).  The caller is a trio
-`icnd.Client` of the client node in this process.  A call is RICE over
-reflexive forwarding: TI -> RI auth (Ed25519 signed by the caller) -> RI
-manifest -> RI argument segment(s) -> TD (signed by the host), see
-docs/functions.md.
+`icnd.Client` of the client node in this process.  ``add(1, 2)`` is a small
+call: one round trip, the arguments and the caller's proof of identity in
+the trigger, the result inline in its Data.  The caller's first call is
+Ed25519-signed and offers a session key; the host's answer grants it, and
+every later call is proven by an HMAC under that session and answered
+HMAC'd (see docs/functions.md, "Session keys"): the measured calls are
+these, as a long-lived caller's are.
 
 gRPC side (the baseline): a grpcio server process on 127.0.0.1 serving one
 generic unary method (``grpc.method_handlers_generic_handler``, raw bytes,
@@ -61,9 +64,12 @@ server + this process), the CPU other processes on the machine used
 meanwhile (``other_cpu``, share of a core; ``contended`` above 0.25: the
 numbers are disturbed, marked ``(!)`` in the table), and for icnd the
 client node's packet counters per call (``client_node_per_call``:
-``interests_in`` 5 = TI + 4 reflexive Interests; ``nacks_in`` > 0 in the
-throughput case: the host refused triggers with no-resources beyond
-``function_max_jobs`` and the callers backed off).
+``interests_in`` 1 = the trigger; ``nacks_in`` > 0 in the throughput case:
+the host refused triggers with no-resources beyond ``function_max_jobs``
+and the callers backed off), and the host node's function counters per
+call (``host_per_call``: ``fn_session_calls`` 1 = every call proven by a
+session MAC, ``fn_signed_calls`` by an Ed25519 signature,
+``fn_executions`` the function ran: 0 for the memoized pure ``add(1, 2)``).
 
 Output: progress on stderr; on stdout a table, then one JSON line per case
 (``--json-only``: only the JSON lines).  ``--profile`` then profiles the
@@ -106,6 +112,7 @@ TARGET_THROUGHPUT_RATIO = 0.5  # icnd calls/s >= 0.5 x gRPC calls/s
 CALL_TIMEOUT = 10.0
 CONTENDED = 0.25  # other processes using more than this share of a core meanwhile: numbers disturbed
 COUNTER_KEYS = ("interests_out", "data_in", "nacks_in", "interests_in", "data_out")
+HOST_COUNTER_KEYS = ("fn_signed_calls", "fn_session_calls", "fn_session_unknown", "fn_executions")
 
 
 # --- results ----------------------------------------------------------------------------------------
@@ -207,8 +214,8 @@ def pin_threads(pid: int, cpus: set[int] | None) -> None:
         C.pin(tid, cpus)
 
 
-def _per_call(counters: dict[str, int], calls: int) -> dict[str, float]:
-    return {k: round(v / calls, 2) for k, v in counters.items()} if calls else {}
+def _per_call(counters: dict[str, int], calls: int, keys: tuple[str, ...] = COUNTER_KEYS) -> dict[str, float]:
+    return {k: round(v / calls, 2) for k, v in counters.items() if k in keys} if calls else {}
 
 
 # --- the measurement loops (one for trio, one for asyncio) ----------------------------------------
@@ -330,12 +337,15 @@ def topology_spec() -> Any:
     }, source="bench/rmi.py client-host")
 
 
-async def _counters(client: Any) -> dict[str, int]:
+async def _counters(client: Any, host: Any) -> dict[str, int]:
+    """The client node's packet counters and the host node's function counters."""
     try:
         counters = (await client.status()).get("counters", {})
+        host_counters = (await host.status()).get("counters", {})
     except Exception:
         return {}
-    return {k: int(counters.get(k, 0)) for k in COUNTER_KEYS}
+    return {**{k: int(counters.get(k, 0)) for k in COUNTER_KEYS},
+            **{k: int(host_counters.get(k, 0)) for k in HOST_COUNTER_KEYS}}
 
 
 def _delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
@@ -353,6 +363,7 @@ async def icnd_side(opts: Any) -> Side:
         for pid in pids.values():
             pin_threads(pid, opts.server_cpus)
         c = await net.connect("client")
+        h = await net.connect("host")
         status = await c.status()
         if status.get("pid") != pids["client-daemon"]:
             raise RuntimeError("connected to the wrong daemon")
@@ -370,25 +381,25 @@ async def icnd_side(opts: Any) -> Side:
         for _ in range(opts.warmup_calls):
             await call12()
 
-        before = await _counters(c)
+        before = await _counters(c, h)
         side.latency = await trio_sequential(call12, opts.calls, lambda i: 3, pids)
-        side.latency.counters = _delta(await _counters(c), before)
+        side.latency.counters = _delta(await _counters(c, h), before)
         p50, p99 = side.latency.p()
         C.log(f"  sequential add(1, 2): p50 {p50:.3f} ms, p99 {p99:.3f} ms over {len(side.latency.samples)} calls"
               + _errors_note(side.latency.errors) + _cpu_note(side.latency), opts.quiet)
 
-        before = await _counters(c)
+        before = await _counters(c, h)
         side.distinct = await trio_sequential(call_distinct, opts.distinct_calls,
                                               lambda i: opts.distinct_base + i + 0.5, pids)
-        side.distinct.counters = _delta(await _counters(c), before)
+        side.distinct.counters = _delta(await _counters(c, h), before)
         p50, p99 = side.distinct.p()
         C.log(f"  sequential add(i, 0.5), distinct arguments: p50 {p50:.3f} ms, p99 {p99:.3f} ms "
               f"over {len(side.distinct.samples)} calls" + _errors_note(side.distinct.errors)
               + _cpu_note(side.distinct), opts.quiet)
 
-        before = await _counters(c)
+        before = await _counters(c, h)
         side.throughput = await trio_closed_loop(call12, opts.inflight, opts.warmup, opts.duration, pids)
-        side.throughput.counters = _delta(await _counters(c), before)
+        side.throughput.counters = _delta(await _counters(c, h), before)
         C.log(f"  {opts.inflight} in flight: {side.throughput.rate:,.0f} calls/s ({side.throughput.calls} in "
               f"{side.throughput.elapsed:g} s)" + _errors_note(side.throughput.errors)
               + _cpu_note(side.throughput) + f"; client node counters: {side.throughput.counters}", opts.quiet)
@@ -792,7 +803,8 @@ def build_lines(icnd: Side, grpc: Side | None, opts: Any) -> tuple[list[dict], l
         line.update(cpu_ms_per_call=lat.cpu_ms_per_call(), cpu_ms_per_call_by=lat.cpu_by_process(),
                     baseline_cpu_ms_per_call=blat.cpu_ms_per_call() if blat else None,
                     baseline_cpu_ms_per_call_by=blat.cpu_by_process() if blat else None,
-                    client_node_per_call=_per_call(lat.counters, len(lat.samples)))
+                    client_node_per_call=_per_call(lat.counters, len(lat.samples)),
+                    host_per_call=_per_call(lat.counters, len(lat.samples), HOST_COUNTER_KEYS))
         contended = _contention(line, lat, blat)
         lines.append(line)
         row(f"{case} (p50)", f"{p50:.3f} ms", f"{bp50:.3f} ms" if bp50 is not None else "-", ratio,
@@ -824,7 +836,8 @@ def build_lines(icnd: Side, grpc: Side | None, opts: Any) -> tuple[list[dict], l
         line.update(cpu_ms_per_call=tp.cpu_ms_per_call(), cpu_ms_per_call_by=tp.cpu_by_process(),
                     baseline_cpu_ms_per_call=btp.cpu_ms_per_call() if btp else None,
                     baseline_cpu_ms_per_call_by=btp.cpu_by_process() if btp else None,
-                    client_node_per_call=_per_call(tp.counters, tp.all_calls))
+                    client_node_per_call=_per_call(tp.counters, tp.all_calls),
+                    host_per_call=_per_call(tp.counters, tp.all_calls, HOST_COUNTER_KEYS))
         contended = _contention(line, tp, btp)
         if tp.errors:
             line["errors"] = dict(tp.errors)

@@ -32,6 +32,7 @@ import msgpack
 import trio
 
 from .codec import MAX_PARAMS_SIZE, decode, encode
+from .compute.rice import CallerSessions
 from .config import resolve_socket_path
 from .errors import DecodeError, Error, Nacked, NotFound, RemoteError, Timeout, VerificationError
 from .faces.stream import StreamFace, connect_stream
@@ -93,6 +94,7 @@ class Client:
         # calls in progress: rnp= component -> answers the host's reflexive Interests
         self._reflexive: dict[bytes, Handler] = {}
         self._call_key: Ed25519Key | None = None
+        self.call_sessions = CallerSessions()  # session keys function hosts granted (small calls)
         self._served: list[tuple[Name, Handler]] = []
         self.node_id: str | None = None  # the node's name (its last component), once asked
         self.closed = False

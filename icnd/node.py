@@ -46,6 +46,7 @@ from .core.forwarder import Forwarder
 from .core.timers import TIMER_SLACK
 from .errors import DecodeError
 from .compute.registry import HostedFunction, hosted, load_callable
+from .compute.rice import HOST_COUNTERS, HOST_TABLES
 from .faces import Face, UdpListener, connect_face, memory_face_pair, open_listener, parse_face_uri
 from .faces.link import LinkModel, LinkParams, ShapedSender
 from .name import LOCALHOST, Name, generic
@@ -668,6 +669,9 @@ class Node:
         tables["objects"] = len(self.objects) if self.objects is not None else 0
         tables["object_bytes"] = self.objects.bytes_used if self.objects is not None else 0
         tables.update(self.contrib.stats(trio.current_time()))
+        host = self.function_host
+        counters.update(host.counters if host is not None else dict.fromkeys(HOST_COUNTERS, 0))
+        tables.update(host.tables() if host is not None else dict.fromkeys(HOST_TABLES, 0))
         return {
             "name": self.name.to_uri(),
             "version": __version__,

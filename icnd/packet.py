@@ -31,6 +31,7 @@ class ContentType(IntEnum):
     MANIFEST = 6
     AGGREGATE = 7  # a complete reduction result (icnd.reduction)
     PARTIAL = 8  # a partial reduction result: flagged, never cached
+    GRANT = 9  # a RICE session grant around a small call's answer (icnd.compute.rice)
 
 
 class SigType(IntEnum):

@@ -34,6 +34,7 @@ are answered by Content Stores; the host also memoizes pure RICE calls.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import logging
 import secrets
 import time
@@ -44,12 +45,16 @@ from typing import TYPE_CHECKING, Any
 
 import msgpack
 import trio
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.hashes import SHA256
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from ..codec import signed_portion_of_wire
 from ..errors import DecodeError, Error, Nacked, RemoteError, Timeout, Unauthorized, VerificationError
 from ..name import T_PARAMS, T_RNP, T_SEGMENT, Name, generic, rnp, segment, valid_wire_comps
 from ..objects import DEFAULT_SEGMENT_SIZE, Manifest, segment_count
-from ..packet import ContentType, Data, Interest, Nack, NackReason
-from ..security import Ed25519Key, Ed25519VerifyKey, KEY_ID_LEN
+from ..packet import ContentType, Data, Interest, Nack, NackReason, SigType
+from ..security import KEY_ID_LEN, Ed25519Key, Ed25519VerifyKey, HmacKey, HmacVerifyKey, SigningKey
 from .registry import HostedFunction
 from .values import decode_value, encode_value
 
@@ -74,6 +79,12 @@ SMALL_CALL_MAX = 8 * 1024  # encoded arguments up to this ride in the trigger (o
 MAX_CLOCK_SKEW = 120.0  # seconds: a small call's signed timestamp must be this fresh
 BUSY_BACKOFF = 0.05  # first wait after every host said no-resources; doubles, with jitter
 MAX_BUSY_BACKOFF = 1.0
+SESSION = generic("session")
+SESSION_TTL = 600.0  # seconds a host keeps a session key it granted
+SESSION_RENEW = 30.0  # a caller stops using a session this long before the host would forget it
+SESSION_INFO = b"icnd/rice/session/v1"
+MAX_OFFERED_SESSIONS = 4  # sessions a small call names (one per host of the function that granted one)
+MAX_CALLER_FUNCTIONS = 256  # functions a caller keeps sessions for, least recently called dropped
 
 
 @dataclass(frozen=True)
@@ -82,6 +93,7 @@ class HostLimits:
     max_arg_bytes: int = 64 * 1024 * 1024
     retention: float = 60.0  # seconds a finished result stays fetchable
     max_tombstones: int = 10_000
+    max_sessions: int = 4096  # session keys granted to callers, least recently used dropped
 
 
 def error_content(code: str, message: str) -> bytes:
@@ -123,11 +135,93 @@ async def call(client: "Client", fn: Name, args: tuple, *, timeout: float, pure:
         raise Timeout(f"{fn}: no result within {timeout:g}s") from None
 
 
-def _call_proof(base: Name, ts: int, encoded: list[bytes]) -> bytes:
-    """What a small call's signature covers: the call's name (function +
-    call-id, as its wire-form components), the caller's clock (ms) and the
-    encoded arguments."""
-    return msgpack.packb([base.comps, ts, encoded], use_bin_type=True)
+def _call_proof(base: Name, ts: int, encoded: list[bytes], kx: bytes | None = None) -> bytes:
+    """What a small call's signature (or session MAC) covers: the call's name
+    (function + call-id, as its wire-form components), the caller's clock (ms),
+    the encoded arguments and, when the caller offers a session, its X25519
+    public key."""
+    if kx is None:
+        return msgpack.packb([base.comps, ts, encoded], use_bin_type=True)
+    return msgpack.packb([base.comps, ts, encoded, kx], use_bin_type=True)
+
+
+def _session_keys(shared: bytes, sid: bytes, caller_kx: bytes, host_kx: bytes) -> tuple[bytes, bytes]:
+    """The two keys of a session, from the X25519 shared secret: the first
+    MACs the caller's proofs, the second the host's answers (one direction
+    per key, so neither side's MAC can pass for the other's)."""
+    okm = HKDF(SHA256(), 64, salt=sid, info=SESSION_INFO + caller_kx + host_kx).derive(shared)
+    return okm[:32], okm[32:]
+
+
+def session_key_name(sid: bytes) -> Name:
+    """The key locator of answers MACed with session `sid`: ``/session/<sid>``."""
+    return Name.from_wire((SESSION, generic(sid)))
+
+
+@dataclass
+class CallSession:
+    """A session key a host granted this caller (see `CallerSessions`)."""
+
+    sid: bytes
+    proof_key: bytes  # MACs this caller's small-call proofs
+    answers: HmacVerifyKey  # checks the host's answers
+    key_name: Name  # the answers' key locator
+    host: Name  # the host's key name: who granted it
+    expires: float  # trio time; a little before the host forgets it
+
+    def mac(self, message: bytes) -> bytes:
+        return hmac.new(self.proof_key, message, hashlib.sha256).digest()
+
+
+class CallerSessions:
+    """A caller's session keys, per function and host.
+
+    A small call offers an X25519 public key inside its Ed25519-signed proof;
+    the host answers with a signed GRANT (its own X25519 key and a session
+    id) around the usual answer, and both derive the session's keys.  Later
+    small calls of the same function carry, instead of an Ed25519 signature,
+    one HMAC per session the caller holds for that function (at most one per
+    host, `MAX_OFFERED_SESSIONS`): whichever host the call reaches checks the
+    MAC of its own session and MACs its answer back.  A host that knows none
+    of them answers ``session-unknown``, and the caller calls again with a
+    fresh call-id, signed.  Bounded: `MAX_CALLER_FUNCTIONS` functions,
+    `MAX_OFFERED_SESSIONS` hosts each; expired sessions are dropped when met.
+    """
+
+    def __init__(self) -> None:
+        self._by_fn: OrderedDict[tuple[bytes, ...], dict[Name, CallSession]] = OrderedDict()
+        self._offering: set[tuple[bytes, ...]] = set()  # functions with a key offer in flight
+
+    def for_call(self, fn: Name) -> list[CallSession]:
+        hosts = self._by_fn.get(fn.comps)
+        if not hosts:
+            return []
+        self._by_fn.move_to_end(fn.comps)
+        now = trio.current_time()
+        live = [s for s in hosts.values() if s.expires > now]
+        if len(live) != len(hosts):
+            self._by_fn[fn.comps] = {s.host: s for s in live}
+        return live
+
+    def start_offer(self, fn: Name, *, force: bool) -> bool:
+        """Whether this call should offer a key: `force`d (a host did not know
+        our sessions), or no other call of `fn` is offering one."""
+        if not force and fn.comps in self._offering:
+            return False
+        self._offering.add(fn.comps)
+        return True
+
+    def end_offer(self, fn: Name) -> None:
+        self._offering.discard(fn.comps)
+
+    def add(self, fn: Name, session: CallSession) -> None:
+        hosts = self._by_fn.setdefault(fn.comps, {})
+        self._by_fn.move_to_end(fn.comps)
+        hosts[session.host] = session
+        while len(hosts) > MAX_OFFERED_SESSIONS:
+            del hosts[min(hosts.values(), key=lambda s: s.expires).host]
+        while len(self._by_fn) > MAX_CALLER_FUNCTIONS:
+            self._by_fn.popitem(last=False)
 
 
 _verify_keys: OrderedDict[bytes, Ed25519VerifyKey] = OrderedDict()
@@ -147,6 +241,11 @@ def _verify_key(pub: bytes) -> Ed25519VerifyKey:
     return key
 
 
+def _fresh(ts: int) -> bool:
+    """A small call's timestamp (the caller's clock, ms) is within `MAX_CLOCK_SKEW` of ours."""
+    return abs(time.time_ns() // 1_000_000 - ts) <= MAX_CLOCK_SKEW * 1000
+
+
 def _key_name(value: object) -> Name:
     """A caller's key name from a small call: wire-form components (or, from
     older callers, a URI)."""
@@ -160,26 +259,110 @@ def _key_name(value: object) -> Name:
 
 
 async def _small_call(client: "Client", fn: Name, encoded: list[bytes], deadline: float, lifetime: float) -> Any:
-    """Small arguments ride in the trigger itself, with the caller's signature:
-    one round trip instead of the reflexive handshake (the result still comes
-    back inline or as a thunk)."""
-    key = client.call_key()
+    """Small arguments ride in the trigger itself, with the caller's proof of
+    identity: one round trip instead of the reflexive handshake (the result
+    still comes back inline or as a thunk).  The proof is an Ed25519
+    signature, or MACs under session keys the function's hosts granted
+    (`CallerSessions`)."""
+    sessions: CallerSessions = client.call_sessions
+    signed = False  # True after a host knew none of our sessions: call again, signed
+    while True:
+        offered = [] if signed else sessions.for_call(fn)
+        exchange = X25519PrivateKey.generate() if not offered and sessions.start_offer(fn, force=signed) else None
+        try:
+            interest = _small_trigger(client, fn, encoded, offered, exchange, lifetime)
+            data = await _express_busy(client, interest, deadline, lifetime)
+            answer = await _open_small_answer(client, fn, data, offered, exchange)
+        finally:
+            if exchange is not None:
+                sessions.end_offer(fn)
+        if answer is not None:
+            return await _result(client, answer, deadline, verified=True)
+        signed = True
+
+
+def _small_trigger(client: "Client", fn: Name, encoded: list[bytes], offered: list[CallSession],
+                   exchange: X25519PrivateKey | None, lifetime: float) -> Interest:
     base = fn.append_wire(generic(secrets.token_bytes(16)))
     ts = time.time_ns() // 1_000_000
-    params = msgpack.packb({"args": encoded, "ts": ts, "pub": key.public_bytes(), "key": key.name.comps,
-                            "sig": key.sign_bytes(_call_proof(base, ts, encoded))}, use_bin_type=True)
-    interest = Interest.with_params(base, params, lifetime_ms=int(lifetime * 1000))
+    body: dict[str, Any] = {"args": encoded, "ts": ts}
+    if offered:
+        message = _call_proof(base, ts, encoded)
+        body["sessions"] = [[s.sid, s.mac(message)] for s in offered]
+    else:
+        key = client.call_key()
+        kx = None if exchange is None else exchange.public_key().public_bytes_raw()
+        if kx is not None:
+            body["kx"] = kx
+        body.update(pub=key.public_bytes(), key=key.name.comps, sig=key.sign_bytes(_call_proof(base, ts, encoded, kx)))
+    return Interest.with_params(base, msgpack.packb(body, use_bin_type=True), lifetime_ms=int(lifetime * 1000))
+
+
+async def _express_busy(client: "Client", interest: Interest, deadline: float, lifetime: float) -> Data:
+    """Express; every host busy (Nack no-resources) → back off and send the
+    same trigger again (same call-id, so no host runs it twice)."""
     backoff = BUSY_BACKOFF
     while True:
         try:
-            data = await client.express(interest, timeout=max(deadline - trio.current_time(), 0.01), retx=lifetime)
-            return await _result(client, data, deadline)
+            return await client.express(interest, timeout=max(deadline - trio.current_time(), 0.01), retx=lifetime)
         except Nacked as exc:
             if exc.reason not in ("no-resources", "congestion"):
                 raise
         await trio.sleep(backoff * (0.5 + secrets.randbelow(1000) / 1000))
         backoff = min(backoff * 2, MAX_BUSY_BACKOFF)
-        interest = interest.forwarded(interest.hop_limit, nonce=Interest(base).nonce)
+        interest = interest.forwarded(interest.hop_limit, nonce=Interest(interest.name).nonce)
+
+
+async def _open_small_answer(client: "Client", fn: Name, data: Data, offered: list[CallSession],
+                             exchange: X25519PrivateKey | None) -> Data | None:
+    """The verified answer to a small call (a grant unwrapped and its session
+    kept); None when the host knew none of the `offered` sessions."""
+    if data.sig_type == SigType.HMAC_SHA256 and offered:
+        session = next((s for s in offered if s.key_name == data.key_locator), None)
+        if session is None:
+            raise VerificationError(f"{data.name}: MACed with {data.key_locator}, not a session this call offered")
+        if len(data.sig_value) != 32 or not session.answers.verifies(signed_portion_of_wire(data), data.sig_value):
+            raise VerificationError(f"{data.name}: bad MAC under session {data.key_locator}")
+        return data
+    await client.verify(data)
+    if offered and data.content_type == ContentType.ERROR and _error_code(data) == "session-unknown":
+        return None
+    if data.content_type == ContentType.GRANT:
+        if exchange is None:
+            raise RemoteError("protocol", f"{data.name}: a session grant this call did not ask for")
+        return _accept_grant(client.call_sessions, fn, data, exchange)
+    return data
+
+
+def _accept_grant(sessions: CallerSessions, fn: Name, data: Data, exchange: X25519PrivateKey) -> Data:
+    """Keep the session a GRANT carries (verified like any answer of the
+    host: the session is as trustworthy as its signature); the answer it
+    wraps."""
+    try:
+        body = msgpack.unpackb(data.content, raw=False)
+        sid, host_kx, ttl_ms = body["sid"], body["kx"], body["ttl_ms"]
+        inner_type, inner = body["type"], body["content"]
+        if not (isinstance(sid, bytes) and len(sid) == 16 and isinstance(host_kx, bytes) and len(host_kx) == 32
+                and type(ttl_ms) is int and type(inner_type) is int and isinstance(inner, bytes)):
+            raise ValueError
+        shared = exchange.exchange(X25519PublicKey.from_public_bytes(host_kx))
+    except Exception:
+        raise RemoteError("protocol", f"{data.name}: malformed session grant") from None
+    ttl = ttl_ms / 1000.0 - SESSION_RENEW
+    if ttl > 0:
+        proof_key, answer_key = _session_keys(shared, sid, exchange.public_key().public_bytes_raw(), host_kx)
+        key_name = session_key_name(sid)
+        # one session per host key (a host signing with digests only has none: one per grant)
+        sessions.add(fn, CallSession(sid, proof_key, HmacVerifyKey(answer_key), key_name,
+                                     data.key_locator or key_name, trio.current_time() + ttl))
+    return Data(data.name, inner, inner_type, data.freshness_ms)
+
+
+def _error_code(data: Data) -> str | None:
+    try:
+        return str(msgpack.unpackb(data.content, raw=False)["code"])
+    except Exception:
+        return None
 
 
 async def _pure_call(client: "Client", fn: Name, params: bytes, deadline: float, lifetime: float) -> Any:
@@ -255,9 +438,10 @@ def _segment_digests(blob: bytes, segment_size: int) -> bytes:
     return b"".join(hashlib.sha256(blob[i * segment_size:(i + 1) * segment_size]).digest() for i in range(n))
 
 
-async def _result(client: "Client", data: Data, deadline: float) -> Any:
+async def _result(client: "Client", data: Data, deadline: float, *, verified: bool = False) -> Any:
     """Turn a trigger answer (inline, thunk or error) into the result."""
-    await client.verify(data)
+    if not verified:
+        await client.verify(data)
     while True:
         if data.content_type == ContentType.ERROR:
             raise remote_error(data)
@@ -300,6 +484,22 @@ class Job:
     published: bool = False
 
 
+# a function host's counters (in `icnd status`, zero on nodes that host nothing)
+HOST_COUNTERS = ("fn_calls", "fn_busy", "fn_signed_calls", "fn_session_calls", "fn_sessions_granted",
+                 "fn_session_unknown", "fn_unauthorized", "fn_bad_calls", "fn_executions")
+HOST_TABLES = ("fn_active", "fn_jobs", "fn_sessions")
+
+
+@dataclass
+class HostSession:
+    """A session key this host granted (see `CallerSessions`)."""
+
+    proofs: HmacVerifyKey  # checks the caller's small-call proofs
+    answers: HmacKey  # MACs the answers, named `session_key_name(sid)`
+    principal: Name  # the caller's key name, proven by the Ed25519-signed call that asked for it
+    expires: float  # trio time
+
+
 @dataclass
 class Invocation:
     answer: Data | Nack | None = None
@@ -319,9 +519,10 @@ class FunctionHost:
         self.limits = limits
         self.workers = trio.CapacityLimiter(workers)
         self.active = 0
-        self.executions = 0
+        self.counters = dict.fromkeys(HOST_COUNTERS, 0)
         self._calls: OrderedDict[tuple, Invocation] = OrderedDict()
         self._memo: OrderedDict[tuple, bytes] = OrderedDict()
+        self._sessions: OrderedDict[bytes, HostSession] = OrderedDict()
         self._jobs: dict[str, Job] = {}
         self._gone: OrderedDict[str, None] = OrderedDict()
         # finished jobs in the order they finished, each kept until `retention` after
@@ -360,15 +561,25 @@ class FunctionHost:
                 return f
         return None
 
+    @property
+    def executions(self) -> int:
+        return self.counters["fn_executions"]
+
+    def tables(self) -> dict[str, int]:
+        return dict(zip(HOST_TABLES, (self.active, len(self._jobs), len(self._sessions))))
+
     async def _on_call(self, interest: Interest) -> Data | Nack | None:
+        self.counters["fn_calls"] += 1
         fn = self._function_for(interest.name)
         if fn is None:
+            self.counters["fn_bad_calls"] += 1
             return self._error(interest.name, "no-such-function", f"{interest.name} is not served here")
         rest = interest.name.comps[len(fn.prefix):]
         if len(rest) == 1 and rest[0][0] == T_PARAMS and interest.app_params is not None:
             return await self._pure_call(fn, interest)
         small = len(rest) == 2 and rest[1][0] == T_PARAMS and interest.app_params is not None
         if len(rest) != 2 or not (rest[1][0] == T_RNP or small):
+            self.counters["fn_bad_calls"] += 1
             return self._error(interest.name, "no-such-function",
                                f"{interest.name}: expected {fn.prefix}/<call-id>/rnp=<R> or a params-sha256 call")
         key = (fn.prefix.comps, rest[0])
@@ -378,6 +589,7 @@ class FunctionHost:
                 await known.settled.wait()
             return known.answer if isinstance(known.answer, Data) else None
         if self.active >= self.limits.max_jobs:
+            self.counters["fn_busy"] += 1
             return Nack.for_interest(interest, NackReason.NO_RESOURCES, f"{self.node_name} is busy")
         invocation = self._calls[key] = Invocation()
         while len(self._calls) > 4 * self.limits.max_tombstones:
@@ -414,10 +626,11 @@ class FunctionHost:
         challenge = secrets.token_bytes(16)
         auth = await self._pull(base.append_wire(AUTH, generic(challenge)))
         principal = self._check_auth(auth, ti)
-        if principal is None:
-            return self._error(ti.name, "unauthorized", f"{ti.name}: the caller's proof of identity is invalid")
-        if not fn.allows(principal):
-            return self._error(ti.name, "unauthorized", f"{principal} may not call {fn.prefix}")
+        if principal is None or not fn.allows(principal):
+            self.counters["fn_unauthorized"] += 1
+            why = "the caller's proof of identity is invalid" if principal is None else \
+                f"{principal} may not call {fn.prefix}"
+            return self._error(ti.name, "unauthorized", f"{ti.name}: {why}")
         # 2. what is coming, checked before any bulk transfer
         manifest_data = await self._pull(base.append_wire(MANIFEST))
         try:
@@ -442,36 +655,101 @@ class FunctionHost:
         return await self._start(fn, ti.name, args, memo_key=(fn.prefix.comps, self._args_digest(args, plan)))
 
     async def _small_call(self, fn: HostedFunction, ti: Interest) -> Data:
-        """A call whose arguments and signed proof of identity ride in the trigger."""
+        """A call whose arguments and proof of identity ride in the trigger:
+        an Ed25519 signature (which may offer a session key: the answer is
+        then wrapped in a GRANT) or MACs under sessions granted before."""
         base = ti.name[:-1]
         try:
             body = msgpack.unpackb(ti.app_params, raw=False, max_array_len=MAX_ARGS)
-            encoded, ts, pub, sig = body["args"], body["ts"], body["pub"], body["sig"]
-            key_name = _key_name(body["key"])
+            encoded, ts = body["args"], body["ts"]
             if not isinstance(encoded, list) or not all(isinstance(b, bytes) for b in encoded):
                 raise ValueError("arguments are not a list of encoded values")
-            if type(ts) is not int or not isinstance(pub, bytes) or not isinstance(sig, bytes):
+            if type(ts) is not int:
                 raise ValueError("malformed proof")
+            offered, kx = body.get("sessions"), body.get("kx")
+            if offered is None:
+                pub, sig, key_name = body["pub"], body["sig"], _key_name(body["key"])
+                if not isinstance(pub, bytes) or not isinstance(sig, bytes):
+                    raise ValueError("malformed proof")
+                if kx is not None and not (isinstance(kx, bytes) and len(kx) == 32):
+                    raise ValueError("malformed session key offer")
+            elif not (isinstance(offered, list) and 0 < len(offered) <= MAX_OFFERED_SESSIONS and all(
+                    isinstance(o, list) and len(o) == 2 and all(isinstance(v, bytes) for v in o) for o in offered)):
+                raise ValueError("malformed session proofs")
         except Exception as exc:
+            self.counters["fn_bad_calls"] += 1
             return self._error(ti.name, "bad-arguments", f"{ti.name}: malformed call: {exc}")
-        principal = self._check_proof(key_name, pub, sig, _call_proof(base, ts, encoded), ts)
+        counters = self.counters
+        session: HostSession | None = None
+        if offered is not None:
+            session, ours = self._session_for(offered, _call_proof(base, ts, encoded))
+            if not ours:
+                counters["fn_session_unknown"] += 1
+                return self._error(ti.name, "session-unknown", f"{self.node_name} holds none of the call's sessions")
+            counters["fn_session_calls"] += 1
+            principal = session.principal if session is not None and _fresh(ts) else None
+        else:
+            counters["fn_signed_calls"] += 1
+            principal = self._check_proof(key_name, pub, sig, _call_proof(base, ts, encoded, kx), ts)
+        signer = None if session is None else session.answers
         if principal is None:
-            return self._error(ti.name, "unauthorized", f"{ti.name}: the caller's proof of identity is invalid")
+            counters["fn_unauthorized"] += 1
+            return self._error(ti.name, "unauthorized", f"{ti.name}: the caller's proof of identity is invalid",
+                               signer)
         if not fn.allows(principal):
-            return self._error(ti.name, "unauthorized", f"{principal} may not call {fn.prefix}")
+            counters["fn_unauthorized"] += 1
+            return self._error(ti.name, "unauthorized", f"{principal} may not call {fn.prefix}", signer)
         try:
             args = [decode_value(b) for b in encoded]
         except DecodeError as exc:
-            return self._error(ti.name, "bad-arguments", str(exc))
+            counters["fn_bad_calls"] += 1
+            return self._error(ti.name, "bad-arguments", str(exc), signer)
         digest = hashlib.sha256(b"".join(hashlib.sha256(b).digest() for b in encoded)).digest()
-        return await self._start(fn, ti.name, args, memo_key=(fn.prefix.comps, digest))
+        answer = await self._start(fn, ti.name, args, memo_key=(fn.prefix.comps, digest), signer=signer)
+        return answer if kx is None else self._grant(answer, kx, principal)
+
+    def _session_for(self, offered: list[list[bytes]], message: bytes) -> tuple[HostSession | None, bool]:
+        """(the session of ours among `offered` -- [sid, MAC] pairs -- if its
+        MAC over `message` is valid, else None; whether one was ours).
+        Expired sessions are forgotten here."""
+        now = trio.current_time()
+        for sid, mac in offered:
+            session = self._sessions.get(sid)
+            if session is None:
+                continue
+            if session.expires <= now:
+                del self._sessions[sid]
+                continue
+            self._sessions.move_to_end(sid)
+            return (session if session.proofs.is_valid(message, mac) else None), True
+        return None, False
+
+    def _grant(self, answer: Data, kx: bytes, principal: Name) -> Data:
+        """Wrap `answer` in a GRANT of a new session for `principal`, keyed by
+        X25519 between the caller's offer `kx` and a fresh key of ours."""
+        mine = X25519PrivateKey.generate()
+        try:
+            shared = mine.exchange(X25519PublicKey.from_public_bytes(kx))
+        except ValueError:  # a degenerate public key: no session, the plain answer
+            return answer
+        sid = secrets.token_bytes(16)
+        host_kx = mine.public_key().public_bytes_raw()
+        proof_key, answer_key = _session_keys(shared, sid, kx, host_kx)
+        self._sessions[sid] = HostSession(HmacVerifyKey(proof_key), HmacKey(session_key_name(sid), answer_key),
+                                          principal, trio.current_time() + SESSION_TTL)
+        while len(self._sessions) > self.limits.max_sessions:
+            self._sessions.popitem(last=False)
+        self.counters["fn_sessions_granted"] += 1
+        body = msgpack.packb({"sid": sid, "kx": host_kx, "ttl_ms": int(SESSION_TTL * 1000),
+                              "type": answer.content_type, "content": answer.content}, use_bin_type=True)
+        return self.client.sign(Data(answer.name, body, ContentType.GRANT, answer.freshness_ms))
 
     @staticmethod
     def _check_proof(key_name: Name, pub: bytes, sig: bytes, message: bytes, ts: int) -> Name | None:
         """The caller's key name if `sig` by `pub` over `message` is valid, the
         key name commits to `pub`, and the caller's clock is within
         `MAX_CLOCK_SKEW` of ours."""
-        if abs(time.time_ns() // 1_000_000 - ts) > MAX_CLOCK_SKEW * 1000:
+        if not _fresh(ts):
             return None
         if len(key_name) < 2 or bytes(key_name[-2]) != b"KEY":
             return None
@@ -501,8 +779,6 @@ class FunctionHost:
             if bytes(kl[-1]) != hashlib.sha256(pub).digest()[:KEY_ID_LEN]:
                 return None  # the key name must commit to the public key
             verifier = _verify_key(pub)
-            from ..codec import signed_portion_of_wire
-
             if not verifier.verifies(signed_portion_of_wire(auth), auth.sig_value):
                 return None
             return kl
@@ -541,9 +817,11 @@ class FunctionHost:
 
     # --- running -----------------------------------------------------------------------------
     async def _start(self, fn: HostedFunction, name: Name, args: list, *, memo_key: tuple,
-                     pure_name: bool = False) -> Data:
+                     pure_name: bool = False, signer: SigningKey | None = None) -> Data:
+        """Run the call (or answer from the memo); the trigger's answer,
+        signed by `signer` (a session's key) or the host's key."""
         if fn.info.pure and memo_key in self._memo:
-            return self._result_data(name, self._memo[memo_key], fn.info.freshness_ms if pure_name else 0)
+            return self._result_data(name, self._memo[memo_key], fn.info.freshness_ms if pure_name else 0, signer)
         job = Job(secrets.token_hex(16), trio.current_time())
         self._jobs[job.thunk_id] = job
         assert self._nursery is not None
@@ -552,16 +830,16 @@ class FunctionHost:
             await job.done.wait()
         if job.done.is_set() and (job.error is not None or len(job.result or b"") <= INLINE_MAX):
             if job.error is not None:
-                return self._error(name, *job.error)
-            return self._result_data(name, job.result or b"", fn.info.freshness_ms if pure_name else 0)
+                return self._error(name, *job.error, signer)
+            return self._result_data(name, job.result or b"", fn.info.freshness_ms if pure_name else 0, signer)
         job.thunked = True
         if job.done.is_set():  # finished, but too large to come back inline
             self._nursery.start_soon(self._publish, job)
-            return self._thunk(name, job, 0.0)
-        return self._thunk(name, job, max(0.05, 2 * (trio.current_time() - job.started)))
+            return self._thunk(name, job, 0.0, signer)
+        return self._thunk(name, job, max(0.05, 2 * (trio.current_time() - job.started)), signer)
 
     async def _run_job(self, fn: HostedFunction, args: list, job: Job, memo_key: tuple) -> None:
-        self.executions += 1
+        self.counters["fn_executions"] += 1
         try:
             if fn.is_async:
                 value = await fn.fn(*args)
@@ -618,15 +896,17 @@ class FunctionHost:
             eta = 0.0  # stored: a new Interest will reach the object
         return self._thunk(interest.name, job, eta)
 
-    # --- answers ------------------------------------------------------------------------------
-    def _thunk(self, name: Name, job: Job, eta: float) -> Data:
+    # --- answers (signed by the host's key, or MACed with `signer`, a session's) --------------
+    def _sign(self, data: Data, signer: SigningKey | None) -> Data:
+        return self.client.sign(data) if signer is None else signer.sign(data)
+
+    def _thunk(self, name: Name, job: Job, eta: float, signer: SigningKey | None = None) -> Data:
         body = msgpack.packb({"name": self.thunk_prefix.append_wire(generic(job.thunk_id)).to_uri(),
                               "eta_ms": int(eta * 1000), "expires_ms": int(self.limits.retention * 1000)})
-        return self.client.sign(Data(name, body, ContentType.THUNK, 0))
+        return self._sign(Data(name, body, ContentType.THUNK, 0), signer)
 
-    def _result_data(self, name: Name, result: bytes, freshness_ms: int) -> Data:
-        return self.client.sign(Data(name, result, ContentType.BLOB, freshness_ms))
+    def _result_data(self, name: Name, result: bytes, freshness_ms: int, signer: SigningKey | None = None) -> Data:
+        return self._sign(Data(name, result, ContentType.BLOB, freshness_ms), signer)
 
-    def _error(self, name: Name, code: str, message: str) -> Data:
-        return self.client.sign(Data(name, error_content(code, message), ContentType.ERROR, 0))
-
+    def _error(self, name: Name, code: str, message: str, signer: SigningKey | None = None) -> Data:
+        return self._sign(Data(name, error_content(code, message), ContentType.ERROR, 0), signer)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import msgpack
 import numpy as np
 import pytest
 import trio
@@ -132,3 +135,80 @@ async def test_vanished_client_leaves_no_state_behind(net) -> None:
             if all(t["pit_entries"] == 0 and t.get("rf_entries", 0) == 0 for t in tables):
                 break
             await trio.sleep(0.5)
+
+
+async def _fn_counters(net, *hosts: str) -> dict[str, int]:
+    """The function hosts' fn_* counters, summed over `hosts`."""
+    total: dict[str, int] = {}
+    for h in hosts:
+        for k, v in (await net.status(h))["counters"].items():
+            if k.startswith("fn_"):
+                total[k] = total.get(k, 0) + v
+    return total
+
+
+async def test_small_calls_switch_to_a_session_after_the_first(net) -> None:
+    c = await net.connect("client")
+    for i in range(10):
+        assert await c.call("/fn/add", i, 1) == i + 1
+    n = await _fn_counters(net, "h1", "h2")
+    # every call was proven either by a signature or by a session MAC, never both or neither
+    assert n["fn_session_calls"] + n["fn_signed_calls"] == 10, n
+    # a signed call offers a key and is granted a session: at most one per host (a host
+    # that did not know the caller's session said so once, and the caller called again, signed)
+    assert n["fn_signed_calls"] == n["fn_sessions_granted"] == 1 + n["fn_session_unknown"] <= 2, n
+    assert (await net.status("client"))["tables"]["fn_sessions"] == 0  # the client node hosts nothing
+
+
+async def test_a_host_without_the_session_gets_a_signed_call(net) -> None:
+    c = await net.connect("client")
+    assert await c.call("/fn/counted", 1) == 2
+    r = await net.connect("r")
+    for prefix in ("/fn/counted", "/fn/add"):
+        await r.command("route", "remove", prefix=prefix, face=net.nodes["h1"].udp_uri)
+    # only h2 serves now; it never granted this caller a session
+    assert await c.call("/fn/counted", 5) == 10
+    h2 = await _fn_counters(net, "h2")
+    assert h2["fn_session_unknown"] == 1 and h2["fn_signed_calls"] == 1 and h2["fn_sessions_granted"] == 1, h2
+    assert await c.call("/fn/counted", -1) == 1  # on h2, counted(5) ran once: the refused attempt ran nothing
+    assert len(c.call_sessions.for_call(icnd.Name("/fn/counted"))) == 2  # one per host
+    assert (await _fn_counters(net, "h2"))["fn_session_calls"] == 1  # the probe used the new session
+
+
+async def test_forged_or_stale_session_proofs_are_refused(net, monkeypatch) -> None:
+    from icnd.compute import rice
+    from icnd.compute.values import encode_value
+
+    c = await net.connect("client")
+    assert await c.call("/fn/counted", 3) == 6  # establishes a session
+    (session,) = c.call_sessions.for_call(icnd.Name("/fn/counted"))
+    before = await _fn_counters(net, "h1", "h2")
+
+    async def answer(offered, ts_shift_ms: int = 0) -> icnd.Data:
+        real = rice.time.time_ns
+        monkeypatch.setattr(rice.time, "time_ns", lambda: real() + ts_shift_ms * 1_000_000)
+        try:
+            ti = rice._small_trigger(c, icnd.Name("/fn/counted"), [encode_value(7)], offered, None, 4.0)
+        finally:
+            monkeypatch.setattr(rice.time, "time_ns", real)
+        return await c.express(ti, timeout=5)
+
+    forged = dataclasses.replace(session, proof_key=b"\x00" * 32)
+    # a forged MAC is refused under the host's signature; a genuine one with a stale
+    # clock under the session's MAC
+    for data, sig_type in ((await answer([forged]), icnd.SigType.ED25519),
+                           (await answer([session], ts_shift_ms=-600_000), icnd.SigType.HMAC_SHA256)):
+        assert (data.content_type, data.sig_type) == (icnd.ContentType.ERROR, sig_type)
+        opened = await rice._open_small_answer(c, icnd.Name("/fn/counted"), data, [session], None)
+        with pytest.raises(icnd.Unauthorized):
+            await rice._result(c, opened, trio.current_time() + 5, verified=True)
+    after = await _fn_counters(net, "h1", "h2")
+    assert after["fn_unauthorized"] - before["fn_unauthorized"] == 2
+    assert after["fn_executions"] == before["fn_executions"]  # counted(7) never ran
+    # malformed session proofs are a bad call, not a crash
+    bad = icnd.Interest.with_params(icnd.Name("/fn/counted").append(b"x" * 16),
+                                    msgpack.packb({"args": [], "ts": 0, "sessions": [[1, 2]]}))
+    data = await c.express(bad, timeout=5)
+    with pytest.raises(icnd.RemoteError, match="malformed session proofs"):
+        await rice._result(c, data, trio.current_time() + 5)
+    assert await c.call("/fn/counted", 4) == 8  # and the session still works

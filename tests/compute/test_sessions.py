@@ -1,0 +1,178 @@
+"""RICE session keys (icnd.compute.rice): a small call's Ed25519-signed key
+offer, the host's GRANT, and the MACs both sides check afterwards."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import trio
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+from icnd import Name, VerificationError
+from icnd.compute import rice
+from icnd.compute.rice import (
+    MAX_CALLER_FUNCTIONS,
+    MAX_OFFERED_SESSIONS,
+    SESSION_RENEW,
+    SESSION_TTL,
+    CallerSessions,
+    CallSession,
+    FunctionHost,
+    HostLimits,
+)
+from icnd.packet import ContentType, Data, SigType
+from icnd.security import Ed25519Key, HmacKey, HmacVerifyKey, KeyChain
+
+FN = Name("/fn/f")
+CALLER = Name("/client/alice/KEY/12345678")
+
+
+class _HostClient:
+    """What a FunctionHost needs of its client to grant and answer."""
+
+    def __init__(self) -> None:
+        self.key = Ed25519Key.generate(Name("/node/h"))
+        self.keychain = KeyChain()
+        self.keychain.add_signing_key(self.key)
+
+    def sign(self, data: Data) -> Data:
+        return self.key.sign(data)
+
+
+class _Caller:
+    """What the caller side needs: its sessions and a verifier for the host's key."""
+
+    def __init__(self, host: _HostClient) -> None:
+        self.call_sessions = CallerSessions()
+        self.keychain = host.keychain
+
+    async def verify(self, data: Data) -> None:
+        self.keychain.verify(data)
+
+
+def _host(**limits) -> tuple[FunctionHost, _HostClient]:
+    client = _HostClient()
+    return FunctionHost(client, [], Name("/node/h"), limits=HostLimits(**limits)), client  # type: ignore[arg-type]
+
+
+async def _establish(host: FunctionHost, caller: _Caller, answer: bytes = b"result") -> tuple[Data, CallSession]:
+    """One signed small call's answer, granted and accepted: (what the caller reads, its session)."""
+    exchange = X25519PrivateKey.generate()
+    kx = exchange.public_key().public_bytes_raw()
+    plain = host._result_data(FN.append("call"), answer, 0)
+    grant = host._grant(plain, kx, CALLER)
+    assert grant.content_type == ContentType.GRANT and grant.sig_type == SigType.ED25519
+    opened = await rice._open_small_answer(caller, FN, grant, [], exchange)  # type: ignore[arg-type]
+    (session,) = caller.call_sessions.for_call(FN)
+    return opened, session
+
+
+async def test_a_grant_gives_both_sides_the_same_keys() -> None:
+    host, host_client = _host()
+    caller = _Caller(host_client)
+    opened, session = await _establish(host, caller)
+    assert (opened.content, opened.content_type) == (b"result", ContentType.BLOB)
+    assert session.host == host_client.key.name  # one session per host key
+    assert host.counters["fn_sessions_granted"] == 1 and host.tables()["fn_sessions"] == 1
+
+    # the caller's proof MAC passes the host's check and names the caller the grant was for
+    message = rice._call_proof(FN.append("call-2"), 1, [b"\x01"])
+    found, ours = host._session_for([[session.sid, session.mac(message)]], message)
+    assert ours and found is not None and found.principal == CALLER
+    # the host's answer MAC passes the caller's check
+    answer = found.answers.sign(Data(FN.append("call-2"), b"42"))
+    assert answer.sig_type == SigType.HMAC_SHA256 and answer.key_locator == session.key_name
+    assert await rice._open_small_answer(caller, FN, answer, [session], None) is answer  # type: ignore[arg-type]
+
+
+async def test_forged_and_foreign_macs_are_refused() -> None:
+    host, host_client = _host()
+    caller = _Caller(host_client)
+    _, session = await _establish(host, caller)
+    message = rice._call_proof(FN.append("call-2"), 1, [b"\x01"])
+    # a session of ours with a wrong MAC: refused (not "unknown", which would invite a signed retry)
+    assert host._session_for([[session.sid, b"\x00" * 32]], message) == (None, True)
+    other = rice._call_proof(FN.append("call-3"), 1, [b"\x01"])
+    assert host._session_for([[session.sid, session.mac(other)]], message) == (None, True)
+    # sessions we never granted
+    assert host._session_for([[b"\x07" * 16, session.mac(message)]], message) == (None, False)
+
+    found, _ = host._session_for([[session.sid, session.mac(message)]], message)
+    assert found is not None
+    # an answer MACed with the caller's direction of the session, or with some other key
+    reflected = HmacKey(session.key_name, session.proof_key).sign(Data(FN.append("x"), b"1"))
+    other_key = HmacKey(rice.session_key_name(b"\x09" * 16), b"k" * 32).sign(Data(FN.append("x"), b"1"))
+    for bad in (reflected, other_key):
+        with pytest.raises(VerificationError):
+            await rice._open_small_answer(caller, FN, bad, [session], None)  # type: ignore[arg-type]
+    # tampered content under the right key
+    good = found.answers.sign(Data(FN.append("x"), b"1"))
+    tampered = dataclasses.replace(good, content=b"2", wire=None)
+    with pytest.raises(VerificationError):
+        await rice._open_small_answer(caller, FN, tampered, [session], None)  # type: ignore[arg-type]
+
+
+async def test_sessions_expire_on_both_sides(autojump_clock) -> None:
+    host, host_client = _host()
+    caller = _Caller(host_client)
+    _, session = await _establish(host, caller)
+    await trio.sleep(SESSION_TTL - SESSION_RENEW + 1)
+    assert caller.call_sessions.for_call(FN) == []  # the caller stops using it before the host forgets it
+    message = rice._call_proof(FN.append("c"), 1, [])
+    assert host._session_for([[session.sid, session.mac(message)]], message)[0] is not None
+    await trio.sleep(SESSION_RENEW)
+    assert host._session_for([[session.sid, session.mac(message)]], message) == (None, False)
+    assert host.tables()["fn_sessions"] == 0
+
+
+async def test_a_degenerate_key_offer_gets_the_plain_answer() -> None:
+    host, _ = _host()
+    plain = host._result_data(FN.append("call"), b"r", 0)
+    assert host._grant(plain, b"\x00" * 32, CALLER) is plain
+    assert host.tables()["fn_sessions"] == 0
+
+
+async def test_a_malformed_grant_is_a_protocol_error() -> None:
+    host, host_client = _host()
+    caller = _Caller(host_client)
+    bad = host_client.sign(Data(FN.append("call"), b"\x93\x01\x02\x03", ContentType.GRANT))
+    with pytest.raises(rice.RemoteError, match="malformed session grant"):
+        await rice._open_small_answer(caller, FN, bad, [], X25519PrivateKey.generate())  # type: ignore[arg-type]
+    # a grant the call did not ask for
+    with pytest.raises(rice.RemoteError, match="did not ask for"):
+        await rice._open_small_answer(caller, FN, bad, [], None)  # type: ignore[arg-type]
+
+
+async def test_tables_are_bounded() -> None:
+    host, _ = _host(max_sessions=3)
+    for _ in range(5):
+        host._grant(host._result_data(FN, b"", 0), X25519PrivateKey.generate().public_key().public_bytes_raw(), CALLER)
+    assert host.tables()["fn_sessions"] == 3 and host.counters["fn_sessions_granted"] == 5
+
+    sessions = CallerSessions()
+    now = trio.current_time()
+
+    def session(host_id: int, expires: float) -> CallSession:
+        sid = bytes([host_id]) * 16
+        return CallSession(sid, b"p" * 32, HmacVerifyKey(b"a" * 32), rice.session_key_name(sid),
+                           Name(f"/node/h{host_id}/KEY/12345678"), expires)
+
+    for i in range(MAX_OFFERED_SESSIONS + 2):
+        sessions.add(FN, session(i, now + 100 + i))
+    kept = sessions.for_call(FN)
+    assert len(kept) == MAX_OFFERED_SESSIONS
+    assert {s.sid[0] for s in kept} == set(range(2, MAX_OFFERED_SESSIONS + 2))  # the longest-lived kept
+    for i in range(MAX_CALLER_FUNCTIONS + 5):
+        sessions.add(Name(f"/fn/g{i}"), session(1, now + 100))
+    assert sessions.for_call(FN) == [] and sessions.for_call(Name("/fn/g4")) == []
+    assert len(sessions.for_call(Name(f"/fn/g{MAX_CALLER_FUNCTIONS + 4}"))) == 1
+
+
+async def test_one_key_offer_at_a_time_per_function() -> None:
+    sessions = CallerSessions()
+    assert sessions.start_offer(FN, force=False)
+    assert not sessions.start_offer(FN, force=False)  # another call is already offering
+    assert sessions.start_offer(FN, force=True)  # a host did not know our sessions: offer anyway
+    sessions.end_offer(FN)
+    assert sessions.start_offer(FN, force=False)
