@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 
+import msgpack
 import pytest
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from icnd import Name, VerificationError
@@ -21,7 +24,8 @@ from icnd.compute.rice import (
     FunctionHost,
     HostLimits,
 )
-from icnd.packet import ContentType, Data, SigType
+from icnd.compute.registry import hosted
+from icnd.packet import ContentType, Data, Interest, SigType
 from icnd.security import Ed25519Key, HmacKey, HmacVerifyKey, KeyChain
 
 FN = Name("/fn/f")
@@ -176,3 +180,33 @@ async def test_one_key_offer_at_a_time_per_function() -> None:
     assert sessions.start_offer(FN, force=True)  # a host did not know our sessions: offer anyway
     sessions.end_offer(FN)
     assert sessions.start_offer(FN, force=False)
+
+
+_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.binary(max_size=40) | st.text(max_size=10),
+    lambda inner: st.lists(inner, max_size=5),
+    max_leaves=12,
+)
+_bodies = st.dictionaries(st.sampled_from(["args", "ts", "pub", "key", "sig", "kx", "sessions"]), _values,
+                          max_size=7)
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=_bodies | st.binary(max_size=64).map(lambda b: {"__raw__": b}), known=st.booleans())
+async def test_no_malformed_small_call_crashes_the_host_or_runs_anything(body: dict, known: bool) -> None:
+    """Whatever the parameters, the host answers a signed or MACed ERROR
+    (bad-arguments, unauthorized, session-unknown): it never raises, and
+    never starts the function."""
+    ran = []
+    host, host_client = _host()
+    host.functions = [hosted("/fn/f", ran.append)]
+    if known:  # a live session, so that sids and MACs may meet one
+        await _establish(host, _Caller(host_client))
+        (sid,) = host._sessions
+        body = {**body, "sessions": [[sid, b"\x00" * 32]]} if "sessions" in body else body
+    params = body["__raw__"] if "__raw__" in body else msgpack.packb(body, use_bin_type=True)
+    ti = Interest.with_params(FN.append(b"c" * 16), params)
+    answer = await host._small_call(host.functions[0], ti)
+    assert answer.content_type == ContentType.ERROR
+    assert rice._error_code(answer) in ("bad-arguments", "unauthorized", "session-unknown")
+    assert ran == [] and host.counters["fn_executions"] == 0
