@@ -190,6 +190,8 @@ def build_config(args: argparse.Namespace) -> NodeConfig:
         cfg.routes = [parse_route_flag(text) for text in args.route]
     if args.function is not None:
         cfg.functions = [parse_function_flag(text) for text in args.function]
+    if args.function_pool is not None:
+        cfg.function_pool = args.function_pool
     if args.group is not None:
         cfg.groups = [parse_group_flag(text) for text in args.group]
     if args.data_dir is not None:
@@ -782,6 +784,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--function", metavar="MODULE:CALLABLE=/fn/NAME", action="append",
                      help="host a named function (repeatable): import CALLABLE from MODULE and serve it "
                      "under /fn/NAME")
+    run.add_argument("--function-pool", choices=("threads", "processes"),
+                     help="where synchronous hosted functions run: worker threads (the default) or worker "
+                     "processes, which import the function by name (function_workers of either)")
     run.add_argument("--group", metavar="NAME=MEMBER,...[;OPTION=VALUE]", action="append",
                      help="know reduction group NAME (repeatable): members are ids (member on the node of "
                      "that name) or ID@NODE; options: rendezvous=NODE,... (nodes where the split of "

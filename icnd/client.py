@@ -287,12 +287,16 @@ class Client:
 
     @asynccontextmanager
     async def host(self, functions: dict[str, Callable[..., Any]], *, allow: dict[str, list[str]] | None = None,
-                   max_jobs: int = 32, workers: int = 4, retention: float = 60.0) -> AsyncIterator[Any]:
+                   max_jobs: int = 32, workers: int = 4, retention: float = 60.0,
+                   pool: str = "threads") -> AsyncIterator[Any]:
         """Serve named functions from this process while the block runs:
         ``{"/fn/double": double}``; ``allow`` maps a prefix to the key-name
         prefixes allowed to call it (default: any validly signed caller);
         a finished call's result stays fetchable `retention` seconds, then
-        its thunk name answers a signed "gone" error."""
+        its thunk name answers a signed "gone" error.  Synchronous functions
+        run in `workers` threads, or with ``pool="processes"`` in as many
+        worker processes (then each must be a module-level function,
+        importable by name; ValueError otherwise)."""
         from .compute.registry import hosted
         from .compute.rice import FunctionHost, HostLimits
 
@@ -300,7 +304,7 @@ class Client:
         specs = [hosted(prefix, fn, allow.get(prefix, ())) for prefix, fn in functions.items()]
         node_name = Name((await self.status())["name"])
         host = FunctionHost(self, specs, node_name, limits=HostLimits(max_jobs=max_jobs, retention=retention),
-                            workers=workers)
+                            workers=workers, pool=pool)
         async with trio.open_nursery() as nursery:
             await nursery.start(host.run)
             try:

@@ -71,7 +71,8 @@ class NodeConfig:
     repo_capacity_mb: float = 1024.0
     pit_max_entries: int = 100_000
     udp_idle_timeout_s: float = 600.0
-    function_workers: int = 4  # threads running synchronous hosted functions
+    function_workers: int = 4  # threads (or processes) running synchronous hosted functions
+    function_pool: str = "threads"  # where synchronous hosted functions run: "threads" or "processes"
     function_max_jobs: int = 32  # calls handshaked or running at once; beyond: Nack no-resources
     function_max_arg_mb: float = 64.0
     function_retention_s: float = 60.0  # how long a finished result stays fetchable
@@ -263,6 +264,8 @@ def validate(cfg: NodeConfig, origin: str = "<config>") -> None:
             raise ConfigError(f"{origin}: ndn_listen: {exc}") from None
         if parsed.scheme not in ("unix", "tcp"):
             raise ConfigError(f"{origin}: ndn_listen: {uri!r}: an NDN listener is unix:///path or tcp://HOST:PORT")
+    if cfg.function_pool not in ("threads", "processes"):
+        raise ConfigError(f"{origin}: function_pool must be threads or processes, not {cfg.function_pool!r}")
     if cfg.log_level.lower() not in LOG_LEVELS:
         raise ConfigError(f"{origin}: log_level must be one of {', '.join(LOG_LEVELS)}")
     for key in ("cs_capacity_mb", "repo_capacity_mb", "udp_idle_timeout_s"):

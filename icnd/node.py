@@ -140,7 +140,8 @@ class Node:
             except ValueError as exc:
                 raise StartupError(f"group {group.name}: {exc}") from None
         try:
-            self._functions = [hosted(f.prefix, load_callable(f.target), f.allow) for f in cfg.functions]
+            self._functions = [hosted(f.prefix, load_callable(f.target), f.allow, target=f.target)
+                               for f in cfg.functions]
         except ValueError as exc:
             raise StartupError(f"--function: {exc}") from None
         capacity = int(cfg.repo_capacity_mb * 1024 * 1024)
@@ -307,7 +308,7 @@ class Node:
         limits = HostLimits(max_jobs=cfg.function_max_jobs, max_arg_bytes=int(cfg.function_max_arg_mb * 1024 * 1024),
                             retention=cfg.function_retention_s)
         self.function_host = FunctionHost(client, self._functions, self.name, limits=limits,
-                                          workers=cfg.function_workers)
+                                          workers=cfg.function_workers, pool=cfg.function_pool)
         await nursery.start(self.function_host.run)
         log.info("hosting %s", ", ".join(f.prefix.to_uri() for f in self._functions))
 

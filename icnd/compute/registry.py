@@ -45,6 +45,7 @@ class HostedFunction:
     fn: Callable[..., Any]
     allow: tuple[Name, ...] = ()  # key-name prefixes allowed to call; empty: any validly signed caller
     info: FunctionInfo = field(default_factory=FunctionInfo)
+    target: str | None = None  # MODULE:CALLABLE that imports `fn` (what a worker process runs); None: not importable
 
     @property
     def is_async(self) -> bool:
@@ -73,8 +74,22 @@ def load_callable(target: str) -> Callable[..., Any]:
     return obj
 
 
-def hosted(prefix: str | Name, fn: Callable[..., Any], allow: list[str] | tuple = ()) -> HostedFunction:
+def target_of(fn: Callable[..., Any]) -> str | None:
+    """``MODULE:CALLABLE`` naming `fn` if importing it gives `fn` back (not a
+    lambda, a closure or a bound method), else None."""
+    module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
+    if not module or not qualname or "<" in qualname:
+        return None
+    target = f"{module}:{qualname}"
+    try:
+        return target if load_callable(target) is fn else None
+    except ValueError:
+        return None
+
+
+def hosted(prefix: str | Name, fn: Callable[..., Any], allow: list[str] | tuple = (),
+           target: str | None = None) -> HostedFunction:
     prefix = Name(prefix)
     if len(prefix) < 1:
         raise ValueError("a function prefix needs at least one component, e.g. /fn/NAME")
-    return HostedFunction(prefix, fn, tuple(Name(a) for a in allow), info(fn))
+    return HostedFunction(prefix, fn, tuple(Name(a) for a in allow), info(fn), target or target_of(fn))

@@ -55,6 +55,7 @@ from ..name import T_PARAMS, T_RNP, T_SEGMENT, Name, generic, rnp, segment, vali
 from ..objects import DEFAULT_SEGMENT_SIZE, Manifest, segment_count
 from ..packet import ContentType, Data, Interest, Nack, NackReason, SigType
 from ..security import KEY_ID_LEN, Ed25519Key, Ed25519VerifyKey, HmacKey, HmacVerifyKey, SigningKey
+from .pool import POOLS, ProcessPool, WorkerError
 from .registry import HostedFunction
 from .values import decode_value, encode_value
 
@@ -511,7 +512,18 @@ class FunctionHost:
     node's own in-process client for ``--function``)."""
 
     def __init__(self, client: "Client", functions: list[HostedFunction], node_name: Name, *,
-                 limits: HostLimits = HostLimits(), workers: int = 4) -> None:
+                 limits: HostLimits = HostLimits(), workers: int = 4, pool: str = "threads") -> None:
+        """Synchronous functions run in `workers` threads, or with ``pool =
+        "processes"`` in as many worker processes (`icnd.compute.pool`): each
+        must then be importable by name (ValueError otherwise)."""
+        if pool not in POOLS:
+            raise ValueError(f"function pool {pool!r}: expected one of {', '.join(POOLS)}")
+        self.processes = ProcessPool(workers) if pool == "processes" else None
+        if self.processes is not None:
+            for f in functions:
+                if not f.is_async and f.target is None:
+                    raise ValueError(f"{f.prefix}: {f.fn!r} cannot run in a worker process: "
+                                     "it is not importable as MODULE:CALLABLE (a lambda, closure or method?)")
         self.client = client
         self.functions = sorted(functions, key=lambda f: -len(f.prefix))
         self.node_name = node_name
@@ -538,7 +550,11 @@ class FunctionHost:
             await stack.enter_async_context(self.client.serve(self.thunk_prefix, self._on_poll))
             nursery.start_soon(self._expire_results)
             task_status.started(self)
-            await trio.sleep_forever()
+            try:
+                await trio.sleep_forever()
+            finally:
+                if self.processes is not None:
+                    self.processes.close()
 
     async def _expire_results(self) -> None:
         """Forget each finished job `retention` after it finished (one task
@@ -842,14 +858,18 @@ class FunctionHost:
         self.counters["fn_executions"] += 1
         try:
             if fn.is_async:
-                value = await fn.fn(*args)
+                job.result = encode_value(await fn.fn(*args))
+            elif self.processes is not None:
+                assert fn.target is not None  # checked in __init__
+                job.result = await self.processes.run(fn.target, args)
             else:
-                value = await trio.to_thread.run_sync(lambda: fn.fn(*args), limiter=self.workers)
-            job.result = encode_value(value)
+                job.result = encode_value(await trio.to_thread.run_sync(lambda: fn.fn(*args), limiter=self.workers))
             if fn.info.pure:
                 self._memo[memo_key] = job.result
                 while len(self._memo) > self.limits.max_tombstones:
                     self._memo.popitem(last=False)
+        except WorkerError as exc:  # raised in a worker process (or the worker died)
+            job.error = (exc.type_name, exc.message)
         except Exception as exc:  # the function failed: the caller gets a signed error
             job.error = (type(exc).__name__, str(exc))
         finally:

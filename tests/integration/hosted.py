@@ -25,3 +25,29 @@ def counted(x: int) -> int:
 
 def big(nbytes: int) -> np.ndarray:
     return (np.arange(nbytes, dtype=np.int64) % 251).astype(np.uint8)
+
+
+def pid() -> int:
+    """The process the function runs in."""
+    import os
+
+    return os.getpid()
+
+
+def crash() -> None:
+    """A worker that dies mid-call."""
+    import os
+
+    os._exit(3)
+
+
+def sleep(seconds: float, pid_file: str = "") -> float:
+    """Sleeps; first writes the process id to `pid_file`, if given."""
+    import os
+    import time
+
+    if pid_file:
+        with open(pid_file, "w") as f:
+            f.write(str(os.getpid()))
+    time.sleep(seconds)
+    return seconds

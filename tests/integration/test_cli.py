@@ -351,3 +351,14 @@ def test_unknown_default_strategy_is_a_config_error(tmp_path):
     assert r.returncode == 2
     line = one_line_error(r)
     assert str(config) in line and "default_strategy" in line
+
+
+def test_unknown_function_pool_is_a_config_error(tmp_path):
+    config = tmp_path / "pool.toml"
+    config.write_text('function_pool = "fibers"\n')
+    r = icnd("run", "--config", str(config), "--socket", str(tmp_path / "x.sock"), timeout=10)
+    assert r.returncode == 2
+    line = one_line_error(r)
+    assert str(config) in line and "function_pool" in line
+    r = icnd("run", "--function-pool", "fibers", "--socket", str(tmp_path / "x.sock"), timeout=10)
+    assert r.returncode == 2 and "--function-pool" in r.stderr.decode()
