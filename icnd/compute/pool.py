@@ -1,6 +1,15 @@
-"""Worker processes for synchronous hosted functions (``function_pool =
-"processes"``).
+"""Where synchronous hosted functions run: worker threads (the default) or
+worker processes (``function_pool = "processes"``).
 
+Threads: `ThreadPool`, daemon threads (a function that never returns cannot
+hold up the daemon's exit) taking calls from a queue.  Each finished call is
+handed back to the trio thread, and one wake-up of the trio loop takes every
+call finished meanwhile: under load that costs a fraction of a wake-up per
+call, where `trio.to_thread.run_sync` costs a task switch, a thread hand-off
+and a wake-up each (measured on this machine, 64 calls in flight: ~16 µs of
+CPU per call against ~100 µs).
+
+Processes:
 A function runs in a separate interpreter, started with the ``spawn`` method
 (never ``fork``: the daemon has threads, and a forked copy of a trio process
 is not safe), that imports it by its ``MODULE:CALLABLE`` name.  Arguments
@@ -15,15 +24,21 @@ cannot hold up the daemon's shutdown.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
+import threading
+from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from queue import SimpleQueue
 from typing import Any, Callable
 
 import trio
 
 from .registry import load_callable
 from .values import decode_value, encode_value
+
+log = logging.getLogger("icnd.compute")
 
 POOLS = ("threads", "processes")
 
@@ -37,6 +52,77 @@ class WorkerError(Exception):
         super().__init__(f"{type_name}: {message}")
         self.type_name = type_name
         self.message = message
+
+
+Outcome = tuple[bool, Any]  # (True, the value) or (False, the exception)
+
+
+class ThreadPool:
+    """At most `workers` daemon threads, started as calls come.  `submit` and
+    the `on_done` callbacks run in the trio thread; `on_done` must not raise."""
+
+    def __init__(self, workers: int) -> None:
+        if workers < 1:
+            raise ValueError("a thread pool needs at least one worker")
+        self.workers = workers
+        self._calls: SimpleQueue[tuple[Callable[[], Any], Callable[[Outcome], None]] | None] = SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._finished: deque[tuple[Callable[[Outcome], None], Outcome]] = deque()
+        self._lock = threading.Lock()
+        self._drain_pending = False  # a _drain is scheduled in the trio thread (under _lock)
+        self._token: trio.lowlevel.TrioToken | None = None
+        self.closed = False
+
+    def submit(self, call: Callable[[], Any], on_done: Callable[[Outcome], None]) -> None:
+        """Run `call()` in a worker; later, in the trio thread, ``on_done(outcome)``."""
+        if self.closed:
+            on_done((False, WorkerError("host-closed", "the function host is shutting down")))
+            return
+        if self._token is None:
+            self._token = trio.lowlevel.current_trio_token()
+        if len(self._threads) < self.workers:
+            thread = threading.Thread(target=self._work, name=f"icnd-fn-{len(self._threads)}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+        self._calls.put((call, on_done))
+
+    def _work(self) -> None:
+        calls, finished, lock = self._calls, self._finished, self._lock
+        while True:
+            item = calls.get()
+            if item is None:
+                return
+            call, on_done = item
+            try:
+                outcome: Outcome = (True, call())
+            except BaseException as exc:  # whatever the function raised goes back to the caller
+                outcome = (False, exc)
+            finished.append((on_done, outcome))
+            with lock:
+                if self._drain_pending:
+                    continue
+                self._drain_pending = True
+            try:
+                self._token.run_sync_soon(self._drain)  # type: ignore[union-attr]
+            except trio.RunFinishedError:
+                return
+
+    def _drain(self) -> None:
+        with self._lock:
+            self._drain_pending = False  # before taking: what finishes from now on schedules anew
+        finished = self._finished
+        while finished:
+            on_done, outcome = finished.popleft()
+            try:
+                on_done(outcome)
+            except Exception:  # an exception here would end the whole trio run
+                log.exception("a finished function call could not be handed back")
+
+    def close(self) -> None:
+        """No more calls; idle workers exit (a running call finishes in its daemon thread)."""
+        self.closed = True
+        for _ in self._threads:
+            self._calls.put(None)
 
 
 def _run_encoded(target: str, encoded: list[bytes]) -> tuple[bool, bytes | tuple[str, str]]:

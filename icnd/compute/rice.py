@@ -55,7 +55,7 @@ from ..name import T_PARAMS, T_RNP, T_SEGMENT, Name, generic, rnp, segment, vali
 from ..objects import DEFAULT_SEGMENT_SIZE, Manifest, segment_count
 from ..packet import ContentType, Data, Interest, Nack, NackReason, SigType
 from ..security import KEY_ID_LEN, Ed25519Key, Ed25519VerifyKey, HmacKey, HmacVerifyKey, SigningKey
-from .pool import POOLS, ProcessPool, WorkerError
+from .pool import POOLS, Outcome, ProcessPool, ThreadPool, WorkerError
 from .registry import HostedFunction
 from .values import decode_value, encode_value
 
@@ -462,6 +462,16 @@ async def _result(client: "Client", data: Data, deadline: float, *, verified: bo
         return decode_value(await client.fetch_object(name, timeout=max(deadline - trio.current_time(), 0.05)))
 
 
+def _result_or_error(outcome: Outcome) -> tuple[bytes | None, tuple[str, str] | None]:
+    """A worker thread's outcome as (encoded result, None) or (None, (exception type, message))."""
+    ok, value = outcome
+    if ok:
+        return value, None
+    if isinstance(value, WorkerError):
+        return None, (value.type_name, value.message)
+    return None, (type(value).__name__, str(value))
+
+
 def _parse_thunk(data: Data) -> dict:
     try:
         body = msgpack.unpackb(data.content, raw=False)
@@ -476,8 +486,8 @@ def _parse_thunk(data: Data) -> dict:
 # --- the host ------------------------------------------------------------------------------------
 @dataclass
 class Job:
-    thunk_id: str
     started: float
+    thunk_id: str = ""  # given when the caller gets a thunk (then the job is in FunctionHost._jobs)
     done: trio.Event = field(default_factory=trio.Event)
     result: bytes | None = None
     error: tuple[str, str] | None = None
@@ -529,7 +539,7 @@ class FunctionHost:
         self.node_name = node_name
         self.thunk_prefix = node_name.append_wire(THUNK)
         self.limits = limits
-        self.workers = trio.CapacityLimiter(workers)
+        self.threads = ThreadPool(workers)
         self.active = 0
         self.counters = dict.fromkeys(HOST_COUNTERS, 0)
         self._calls: OrderedDict[tuple, Invocation] = OrderedDict()
@@ -553,6 +563,7 @@ class FunctionHost:
             try:
                 await trio.sleep_forever()
             finally:
+                self.threads.close()
                 if self.processes is not None:
                     self.processes.close()
 
@@ -838,44 +849,65 @@ class FunctionHost:
         signed by `signer` (a session's key) or the host's key."""
         if fn.info.pure and memo_key in self._memo:
             return self._result_data(name, self._memo[memo_key], fn.info.freshness_ms if pure_name else 0, signer)
-        job = Job(secrets.token_hex(16), trio.current_time())
-        self._jobs[job.thunk_id] = job
+        job = Job(trio.current_time())
         assert self._nursery is not None
-        self._nursery.start_soon(self._run_job, fn, args, job, memo_key)
-        with trio.move_on_after(INLINE_BUDGET):
+        self.counters["fn_executions"] += 1
+        if fn.is_async or self.processes is not None:
+            self._nursery.start_soon(self._run_job, fn, args, job, memo_key)
+        else:  # a worker thread; encoding the result there too
+            self.threads.submit(lambda: encode_value(fn.fn(*args)),
+                                lambda outcome: self._job_done(fn, job, memo_key, *_result_or_error(outcome)))
+        with trio.move_on_after(INLINE_BUDGET):  # cancelled: nobody knows the job; it ends unseen
             await job.done.wait()
         if job.done.is_set() and (job.error is not None or len(job.result or b"") <= INLINE_MAX):
             if job.error is not None:
                 return self._error(name, *job.error, signer)
             return self._result_data(name, job.result or b"", fn.info.freshness_ms if pure_name else 0, signer)
         job.thunked = True
+        job.thunk_id = secrets.token_hex(16)
+        self._jobs[job.thunk_id] = job
         if job.done.is_set():  # finished, but too large to come back inline
-            self._nursery.start_soon(self._publish, job)
+            self._nursery.start_soon(self._publish_and_retain, job)
             return self._thunk(name, job, 0.0, signer)
         return self._thunk(name, job, max(0.05, 2 * (trio.current_time() - job.started)), signer)
 
     async def _run_job(self, fn: HostedFunction, args: list, job: Job, memo_key: tuple) -> None:
-        self.counters["fn_executions"] += 1
+        """An async function in the loop, or a sync one in a worker process."""
         try:
             if fn.is_async:
-                job.result = encode_value(await fn.fn(*args))
-            elif self.processes is not None:
-                assert fn.target is not None  # checked in __init__
-                job.result = await self.processes.run(fn.target, args)
+                result = encode_value(await fn.fn(*args))
             else:
-                job.result = encode_value(await trio.to_thread.run_sync(lambda: fn.fn(*args), limiter=self.workers))
-            if fn.info.pure:
-                self._memo[memo_key] = job.result
-                while len(self._memo) > self.limits.max_tombstones:
-                    self._memo.popitem(last=False)
+                assert self.processes is not None and fn.target is not None  # checked in __init__
+                result = await self.processes.run(fn.target, args)
         except WorkerError as exc:  # raised in a worker process (or the worker died)
-            job.error = (exc.type_name, exc.message)
+            self._job_done(fn, job, memo_key, None, (exc.type_name, exc.message))
         except Exception as exc:  # the function failed: the caller gets a signed error
-            job.error = (type(exc).__name__, str(exc))
-        finally:
-            job.done.set()
-        if job.thunked and job.error is None:  # checked with no await since done: see _start
-            await self._publish(job)
+            self._job_done(fn, job, memo_key, None, (type(exc).__name__, str(exc)))
+        else:
+            self._job_done(fn, job, memo_key, result, None)
+
+    def _job_done(self, fn: HostedFunction, job: Job, memo_key: tuple, result: bytes | None,
+                  error: tuple[str, str] | None) -> None:
+        """A job finished (in the trio thread, with no await since: see `_start`)."""
+        job.result, job.error = result, error
+        if error is None and fn.info.pure:
+            self._memo[memo_key] = result  # type: ignore[assignment]
+            while len(self._memo) > self.limits.max_tombstones:
+                self._memo.popitem(last=False)
+        job.done.set()
+        if not job.thunked:
+            return  # `_start` answers inline or hands out a thunk (or, cancelled, nobody waits)
+        assert self._nursery is not None
+        if error is None:  # the caller holds a thunk: store the result as an object first
+            self._nursery.start_soon(self._publish_and_retain, job)
+        else:
+            self._retain(job)
+
+    async def _publish_and_retain(self, job: Job) -> None:
+        await self._publish(job)
+        self._retain(job)
+
+    def _retain(self, job: Job) -> None:
         self._retained.append((trio.current_time() + self.limits.retention, job))
         self._retained_added.set()
 
