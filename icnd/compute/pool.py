@@ -93,10 +93,13 @@ class ThreadPool:
             if item is None:
                 return
             call, on_done = item
-            try:
-                outcome: Outcome = (True, call())
-            except BaseException as exc:  # whatever the function raised goes back to the caller
-                outcome = (False, exc)
+            if self.closed:  # queued before the host stopped: not run
+                outcome: Outcome = (False, WorkerError("host-closed", "the function host stopped first"))
+            else:
+                try:
+                    outcome = (True, call())
+                except BaseException as exc:  # whatever the function raised goes back to the caller
+                    outcome = (False, exc)
             finished.append((on_done, outcome))
             with lock:
                 if self._drain_pending:
@@ -132,7 +135,7 @@ def _run_encoded(target: str, encoded: list[bytes]) -> tuple[bool, bytes | tuple
         if fn is None:
             fn = _loaded[target] = load_callable(target)
         return True, encode_value(fn(*[decode_value(b) for b in encoded]))
-    except Exception as exc:  # the caller gets a signed error naming it
+    except BaseException as exc:  # even SystemExit: the caller gets a signed error naming it
         return False, (type(exc).__name__, str(exc))
 
 
@@ -151,9 +154,18 @@ class ProcessPool:
         `WorkerError` for what it raised, or when the worker died."""
         if self.closed:
             raise WorkerError("host-closed", "the function host is shutting down")
-        if self._executor is None:
-            self._executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
-        executor = self._executor
+        encoded = [encode_value(a) for a in args]
+        for attempt in range(2):  # a pool whose idle worker died refuses at once: start a fresh one
+            if self._executor is None:
+                self._executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+            executor = self._executor
+            try:
+                future = executor.submit(_run_encoded, target, encoded)
+                break
+            except (BrokenProcessPool, RuntimeError):
+                self._discard(executor)
+                if attempt:
+                    raise WorkerError("worker-crashed", "the worker processes cannot be started") from None
         token = trio.lowlevel.current_trio_token()
         done = trio.Event()
 
@@ -163,7 +175,6 @@ class ProcessPool:
             except trio.RunFinishedError:
                 pass
 
-        future = executor.submit(_run_encoded, target, [encode_value(a) for a in args])
         future.add_done_callback(wake)
         try:
             await done.wait()
@@ -173,15 +184,19 @@ class ProcessPool:
         try:
             ok, value = future.result()
         except BrokenProcessPool:
-            if self._executor is executor:
-                self._executor = None
-                executor.shutdown(wait=False, cancel_futures=True)
+            self._discard(executor)
             raise WorkerError("worker-crashed", "the worker process running the function died") from None
-        except Exception as exc:  # e.g. the arguments could not be sent to the worker
+        except BaseException as exc:  # e.g. the arguments could not be sent to the worker
             raise WorkerError(type(exc).__name__, str(exc)) from None
         if not ok:
             raise WorkerError(*value)  # type: ignore[misc]
         return value  # type: ignore[return-value]
+
+    def _discard(self, executor: ProcessPoolExecutor) -> None:
+        """Stop using a broken pool (the next call starts a fresh one)."""
+        if self._executor is executor:
+            self._executor = None
+        executor.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:
         """Stop the workers now, running calls included."""

@@ -45,7 +45,7 @@ class HostedFunction:
     fn: Callable[..., Any]
     allow: tuple[Name, ...] = ()  # key-name prefixes allowed to call; empty: any validly signed caller
     info: FunctionInfo = field(default_factory=FunctionInfo)
-    target: str | None = None  # MODULE:CALLABLE that imports `fn` (what a worker process runs); None: not importable
+    target: str | None = None  # MODULE:CALLABLE that imports `fn` (what a worker process runs), when known
 
     @property
     def is_async(self) -> bool:
@@ -83,7 +83,7 @@ def target_of(fn: Callable[..., Any]) -> str | None:
     target = f"{module}:{qualname}"
     try:
         return target if load_callable(target) is fn else None
-    except ValueError:
+    except Exception:  # not importable by that name, for whatever reason
         return None
 
 
@@ -92,4 +92,4 @@ def hosted(prefix: str | Name, fn: Callable[..., Any], allow: list[str] | tuple 
     prefix = Name(prefix)
     if len(prefix) < 1:
         raise ValueError("a function prefix needs at least one component, e.g. /fn/NAME")
-    return HostedFunction(prefix, fn, tuple(Name(a) for a in allow), info(fn), target or target_of(fn))
+    return HostedFunction(prefix, fn, tuple(Name(a) for a in allow), info(fn), target)

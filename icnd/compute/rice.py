@@ -56,7 +56,7 @@ from ..objects import DEFAULT_SEGMENT_SIZE, Manifest, segment_count
 from ..packet import ContentType, Data, Interest, Nack, NackReason, SigType
 from ..security import KEY_ID_LEN, Ed25519Key, Ed25519VerifyKey, HmacKey, HmacVerifyKey, SigningKey
 from .pool import POOLS, Outcome, ProcessPool, ThreadPool, WorkerError
-from .registry import HostedFunction
+from .registry import HostedFunction, target_of
 from .values import decode_value, encode_value
 
 if TYPE_CHECKING:
@@ -262,29 +262,45 @@ def _key_name(value: object) -> Name:
 async def _small_call(client: "Client", fn: Name, encoded: list[bytes], deadline: float, lifetime: float) -> Any:
     """Small arguments ride in the trigger itself, with the caller's proof of
     identity: one round trip instead of the reflexive handshake (the result
-    still comes back inline or as a thunk).  The proof is an Ed25519
-    signature, or MACs under session keys the function's hosts granted
-    (`CallerSessions`)."""
+    still comes back inline or as a thunk).  The proof is MACs under session
+    keys the function's hosts granted (`CallerSessions`), or an Ed25519
+    signature: at once when there are none, else when the host that got the
+    call holds none of them.  Both attempts carry the same call-id, so
+    however the first one was answered the host never runs the call twice."""
     sessions: CallerSessions = client.call_sessions
-    signed = False  # True after a host knew none of our sessions: call again, signed
-    while True:
-        offered = [] if signed else sessions.for_call(fn)
-        exchange = X25519PrivateKey.generate() if not offered and sessions.start_offer(fn, force=signed) else None
-        try:
-            interest = _small_trigger(client, fn, encoded, offered, exchange, lifetime)
-            data = await _express_busy(client, interest, deadline, lifetime)
-            answer = await _open_small_answer(client, fn, data, offered, exchange)
-        finally:
-            if exchange is not None:
-                sessions.end_offer(fn)
+    call_id = secrets.token_bytes(16)
+    offered = sessions.for_call(fn)
+    if offered:
+        answer = await _small_attempt(client, fn, call_id, encoded, offered, None, offered, deadline, lifetime)
         if answer is not None:
             return await _result(client, answer, deadline, verified=True)
-        signed = True
+    exchange = X25519PrivateKey.generate() if sessions.start_offer(fn, force=bool(offered)) else None
+    try:
+        answer = await _small_attempt(client, fn, call_id, encoded, [], exchange, offered, deadline, lifetime)
+    finally:
+        if exchange is not None:
+            sessions.end_offer(fn)
+    if answer is None:
+        raise RemoteError("protocol", f"{fn}: a signed call was answered session-unknown")
+    return await _result(client, answer, deadline, verified=True)
 
 
-def _small_trigger(client: "Client", fn: Name, encoded: list[bytes], offered: list[CallSession],
+async def _small_attempt(client: "Client", fn: Name, call_id: bytes, encoded: list[bytes], sent: list[CallSession],
+                         exchange: X25519PrivateKey | None, known: list[CallSession], deadline: float,
+                         lifetime: float) -> Data | None:
+    """One small call, proven by MACs under the `sent` sessions or (none
+    sent) signed, offering `exchange`'s key if given; its verified answer,
+    None if the host held none of the `sent` sessions.  `known`: sessions
+    whose MACs answers may carry (a signed retry may meet the answer of an
+    earlier attempt that was MACed)."""
+    interest = _small_trigger(client, fn, call_id, encoded, sent, exchange, lifetime)
+    data = await _express_busy(client, interest, deadline, lifetime)
+    return await _open_small_answer(client, fn, data, known, exchange, asked_sessions=bool(sent))
+
+
+def _small_trigger(client: "Client", fn: Name, call_id: bytes, encoded: list[bytes], offered: list[CallSession],
                    exchange: X25519PrivateKey | None, lifetime: float) -> Interest:
-    base = fn.append_wire(generic(secrets.token_bytes(16)))
+    base = fn.append_wire(generic(call_id))
     ts = time.time_ns() // 1_000_000
     body: dict[str, Any] = {"args": encoded, "ts": ts}
     if offered:
@@ -315,9 +331,10 @@ async def _express_busy(client: "Client", interest: Interest, deadline: float, l
 
 
 async def _open_small_answer(client: "Client", fn: Name, data: Data, offered: list[CallSession],
-                             exchange: X25519PrivateKey | None) -> Data | None:
+                             exchange: X25519PrivateKey | None, *, asked_sessions: bool = True) -> Data | None:
     """The verified answer to a small call (a grant unwrapped and its session
-    kept); None when the host knew none of the `offered` sessions."""
+    kept); None when the call named sessions (`asked_sessions`) and the host
+    knew none of them.  A MACed answer must be under one of `offered`."""
     if data.sig_type == SigType.HMAC_SHA256 and offered:
         session = next((s for s in offered if s.key_name == data.key_locator), None)
         if session is None:
@@ -326,7 +343,9 @@ async def _open_small_answer(client: "Client", fn: Name, data: Data, offered: li
             raise VerificationError(f"{data.name}: bad MAC under session {data.key_locator}")
         return data
     await client.verify(data)
-    if offered and data.content_type == ContentType.ERROR and _error_code(data) == "session-unknown":
+    if data.content_type == ContentType.ERROR and _error_code(data) == "session-unknown":
+        if not asked_sessions:
+            raise RemoteError("protocol", f"{data.name}: a signed call was answered session-unknown")
         return None
     if data.content_type == ContentType.GRANT:
         if exchange is None:
@@ -349,7 +368,7 @@ def _accept_grant(sessions: CallerSessions, fn: Name, data: Data, exchange: X255
         shared = exchange.exchange(X25519PublicKey.from_public_bytes(host_kx))
     except Exception:
         raise RemoteError("protocol", f"{data.name}: malformed session grant") from None
-    ttl = ttl_ms / 1000.0 - SESSION_RENEW
+    ttl = min(ttl_ms / 1000.0, SESSION_TTL) - SESSION_RENEW
     if ttl > 0:
         proof_key, answer_key = _session_keys(shared, sid, exchange.public_key().public_bytes_raw(), host_kx)
         key_name = session_key_name(sid)
@@ -511,6 +530,14 @@ class HostSession:
     expires: float  # trio time
 
 
+class _NotOurs(Exception):
+    """A small call named sessions this host does not hold: the `answer` (session-unknown)."""
+
+    def __init__(self, answer: Data) -> None:
+        super().__init__("session-unknown")
+        self.answer = answer
+
+
 @dataclass
 class Invocation:
     answer: Data | Nack | None = None
@@ -532,8 +559,11 @@ class FunctionHost:
         if self.processes is not None:
             for f in functions:
                 if not f.is_async and f.target is None:
+                    f.target = target_of(f.fn)
+                if not f.is_async and f.target is None:
                     raise ValueError(f"{f.prefix}: {f.fn!r} cannot run in a worker process: "
                                      "it is not importable as MODULE:CALLABLE (a lambda, closure or method?)")
+        self.closed = False
         self.client = client
         self.functions = sorted(functions, key=lambda f: -len(f.prefix))
         self.node_name = node_name
@@ -563,6 +593,7 @@ class FunctionHost:
             try:
                 await trio.sleep_forever()
             finally:
+                self.closed = True
                 self.threads.close()
                 if self.processes is not None:
                     self.processes.close()
@@ -614,7 +645,10 @@ class FunctionHost:
         if known is not None:  # a retransmitted trigger: the call-id runs once
             if known.answer is None:
                 await known.settled.wait()
-            return known.answer if isinstance(known.answer, Data) else None
+            answer = known.answer
+            if not isinstance(answer, Data):
+                return None
+            return answer if answer.name == interest.name else self._reissue(answer, interest.name)
         if self.active >= self.limits.max_jobs:
             self.counters["fn_busy"] += 1
             return Nack.for_interest(interest, NackReason.NO_RESOURCES, f"{self.node_name} is busy")
@@ -627,10 +661,16 @@ class FunctionHost:
                 invocation.answer = await self._small_call(fn, interest)
             else:
                 invocation.answer = await self._handshake_and_run(fn, interest, rest[1])
+        except _NotOurs as exc:
+            self._calls.pop(key, None)
+            invocation.answer = exc.answer
         except Error as exc:  # the caller vanished mid-handshake: nothing to answer
             log.info("call %s abandoned: %s", interest.name, exc)
-            del self._calls[key]
+            self._calls.pop(key, None)
             invocation.answer = None
+        except Exception as exc:  # a bug: the caller learns of it, the host keeps serving
+            log.exception("call %s failed", interest.name)
+            invocation.answer = self._error(interest.name, "internal-error", f"{type(exc).__name__}: {exc}")
         finally:
             self.active -= 1
             invocation.settled.set()
@@ -694,12 +734,12 @@ class FunctionHost:
             if type(ts) is not int:
                 raise ValueError("malformed proof")
             offered, kx = body.get("sessions"), body.get("kx")
+            if kx is not None and (offered is not None or not (isinstance(kx, bytes) and len(kx) == 32)):
+                raise ValueError("malformed session key offer (only a signed call may make one)")
             if offered is None:
                 pub, sig, key_name = body["pub"], body["sig"], _key_name(body["key"])
                 if not isinstance(pub, bytes) or not isinstance(sig, bytes):
                     raise ValueError("malformed proof")
-                if kx is not None and not (isinstance(kx, bytes) and len(kx) == 32):
-                    raise ValueError("malformed session key offer")
             elif not (isinstance(offered, list) and 0 < len(offered) <= MAX_OFFERED_SESSIONS and all(
                     isinstance(o, list) and len(o) == 2 and all(isinstance(v, bytes) for v in o) for o in offered)):
                 raise ValueError("malformed session proofs")
@@ -710,9 +750,10 @@ class FunctionHost:
         session: HostSession | None = None
         if offered is not None:
             session, ours = self._session_for(offered, _call_proof(base, ts, encoded))
-            if not ours:
+            if not ours:  # nothing ran: forget the call-id, so that the signed retry (same id) runs it
                 counters["fn_session_unknown"] += 1
-                return self._error(ti.name, "session-unknown", f"{self.node_name} holds none of the call's sessions")
+                raise _NotOurs(self._error(ti.name, "session-unknown",
+                                           f"{self.node_name} holds none of the call's sessions"))
             counters["fn_session_calls"] += 1
             principal = session.principal if session is not None and _fresh(ts) else None
         else:
@@ -881,7 +922,9 @@ class FunctionHost:
                 result = await self.processes.run(fn.target, args)
         except WorkerError as exc:  # raised in a worker process (or the worker died)
             self._job_done(fn, job, memo_key, None, (exc.type_name, exc.message))
-        except Exception as exc:  # the function failed: the caller gets a signed error
+        except trio.Cancelled:
+            raise
+        except BaseException as exc:  # the function failed (even SystemExit): the caller gets a signed error
             self._job_done(fn, job, memo_key, None, (type(exc).__name__, str(exc)))
         else:
             self._job_done(fn, job, memo_key, result, None)
@@ -895,7 +938,7 @@ class FunctionHost:
             while len(self._memo) > self.limits.max_tombstones:
                 self._memo.popitem(last=False)
         job.done.set()
-        if not job.thunked:
+        if not job.thunked or self.closed:
             return  # `_start` answers inline or hands out a thunk (or, cancelled, nobody waits)
         assert self._nursery is not None
         if error is None:  # the caller holds a thunk: store the result as an object first
@@ -949,6 +992,16 @@ class FunctionHost:
         return self._thunk(interest.name, job, eta)
 
     # --- answers (signed by the host's key, or MACed with `signer`, a session's) --------------
+    def _reissue(self, answer: Data, name: Name) -> Data:
+        """The answer of a call-id asked again under another name (a signed
+        retry of a session call, a fresh parameters digest), signed by the
+        host's key; a grant's session stays with the attempt that asked for it."""
+        content_type, content = answer.content_type, answer.content
+        if content_type == ContentType.GRANT:
+            inner = msgpack.unpackb(content, raw=False)
+            content_type, content = inner["type"], inner["content"]
+        return self._sign(Data(name, content, content_type, answer.freshness_ms), None)
+
     def _sign(self, data: Data, signer: SigningKey | None) -> Data:
         return self.client.sign(data) if signer is None else signer.sign(data)
 

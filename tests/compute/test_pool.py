@@ -82,3 +82,26 @@ async def test_after_close_calls_are_refused_and_workers_exit() -> None:
     for t in threads:
         t.join(5)
         assert not t.is_alive()
+
+
+async def test_calls_queued_when_the_pool_closes_are_not_run() -> None:
+    pool = ThreadPool(1)
+    ran = []
+    outcomes = []
+    started = threading.Event()
+
+    def first() -> None:
+        started.set()
+        time.sleep(0.3)
+
+    pool.submit(first, outcomes.append)
+    for i in range(10):
+        pool.submit(lambda i=i: ran.append(i), outcomes.append)
+    await trio.to_thread.run_sync(started.wait)
+    pool.close()
+    with trio.fail_after(10):
+        while len(outcomes) < 11:
+            await trio.sleep(0.05)
+    assert ran == []
+    assert all(not ok and isinstance(exc, WorkerError) and exc.type_name == "host-closed"
+               for ok, exc in outcomes[1:])

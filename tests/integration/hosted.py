@@ -51,3 +51,10 @@ def sleep(seconds: float, pid_file: str = "") -> float:
             f.write(str(os.getpid()))
     time.sleep(seconds)
     return seconds
+
+
+def exit_now() -> None:
+    """A function that raises SystemExit."""
+    import sys
+
+    sys.exit(3)

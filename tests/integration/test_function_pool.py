@@ -13,7 +13,7 @@ import trio
 
 import icnd
 from icnd.topology import launch, parse
-from tests.integration.hosted import crash, echo, pid, sleep
+from tests.integration.hosted import crash, echo, exit_now, pid, sleep
 
 
 def _alive(p: int) -> bool:
@@ -29,7 +29,7 @@ async def test_client_hosted_functions_run_in_worker_processes(tmp_path) -> None
     async with launch(parse({"nodes": {"a": {}}})) as net:
         host_client = await net.connect("a")
         caller = await net.connect("a")
-        functions = {"/fn/pid": pid, "/fn/echo": echo, "/fn/crash": crash, "/fn/sleep": sleep,
+        functions = {"/fn/pid": pid, "/fn/echo": echo, "/fn/crash": crash, "/fn/sleep": sleep, "/fn/exit": exit_now,
                      "/fn/fail": __import__("apps.functions", fromlist=["fail"]).fail}
         async with host_client.host(functions, workers=2, pool="processes"):
             workers = {await caller.call("/fn/pid", timeout=30) for _ in range(6)}
@@ -44,6 +44,16 @@ async def test_client_hosted_functions_run_in_worker_processes(tmp_path) -> None
                 await caller.call("/fn/crash")
             assert info.value.code == "worker-crashed"
             assert await caller.call("/fn/echo", 7) == 7  # a fresh pool after the crash
+            with pytest.raises(icnd.RemoteError) as info:  # SystemExit in a worker ends nothing but the call
+                await caller.call("/fn/exit")
+            assert info.value.code == "SystemExit"
+            idle = await caller.call("/fn/pid")
+            os.kill(idle, signal.SIGKILL)  # a worker killed while idle (the OOM killer, say)
+            with trio.fail_after(10):
+                while _alive(idle):
+                    await trio.sleep(0.05)
+            await trio.sleep(0.2)
+            assert await caller.call("/fn/echo", 8) == 8  # again a fresh pool
             workers |= {await caller.call("/fn/pid")}
             pid_file = tmp_path / "sleeper"
             async with trio.open_nursery() as nursery:  # a call still running when the host stops

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import secrets
 
 import msgpack
 import numpy as np
@@ -188,7 +189,8 @@ async def test_forged_or_stale_session_proofs_are_refused(net, monkeypatch) -> N
         real = rice.time.time_ns
         monkeypatch.setattr(rice.time, "time_ns", lambda: real() + ts_shift_ms * 1_000_000)
         try:
-            ti = rice._small_trigger(c, icnd.Name("/fn/counted"), [encode_value(7)], offered, None, 4.0)
+            ti = rice._small_trigger(c, icnd.Name("/fn/counted"), secrets.token_bytes(16), [encode_value(7)],
+                                     offered, None, 4.0)
         finally:
             monkeypatch.setattr(rice.time, "time_ns", real)
         return await c.express(ti, timeout=5)
@@ -212,3 +214,47 @@ async def test_forged_or_stale_session_proofs_are_refused(net, monkeypatch) -> N
     with pytest.raises(icnd.RemoteError, match="malformed session proofs"):
         await rice._result(c, data, trio.current_time() + 5)
     assert await c.call("/fn/counted", 4) == 8  # and the session still works
+
+
+async def test_a_signed_retry_of_a_call_that_ran_gets_its_answer_not_a_second_run(net) -> None:
+    """What a forged session-unknown would make a caller do: the same call-id,
+    signed, reaches the host that already ran it.  (Call-ids are remembered
+    per host: h2 is taken out of the anycast so that both attempts reach h1.)"""
+    from icnd.compute import rice
+    from icnd.compute.values import decode_value, encode_value
+
+    await (await net.connect("r")).command("route", "remove", prefix="/fn/counted", face=net.nodes["h2"].udp_uri)
+    c = await net.connect("client")
+    assert await c.call("/fn/counted", 8) == 16  # a session
+    offered = c.call_sessions.for_call(icnd.Name("/fn/counted"))
+    before = await _fn_counters(net, "h1", "h2")
+    call_id = secrets.token_bytes(16)
+    fn = icnd.Name("/fn/counted")
+    answers = []
+    for sent in (offered, []):  # by session, then signed with the same call-id
+        ti = rice._small_trigger(c, fn, call_id, [encode_value(9)], sent, None, 4.0)
+        data = await c.express(ti, timeout=5)
+        answers.append(await rice._open_small_answer(c, fn, data, offered, None, asked_sessions=bool(sent)))
+    assert [decode_value(a.content) for a in answers] == [18, 18]
+    after = await _fn_counters(net, "h1", "h2")
+    assert after["fn_executions"] - before["fn_executions"] == 1
+
+
+async def test_a_key_offer_in_a_session_call_is_refused(net) -> None:
+    """A session call's MAC does not cover a key offer: taking one would let
+    anyone on the path get a session as that caller."""
+    from icnd.compute import rice
+    from icnd.compute.values import encode_value
+
+    c = await net.connect("client")
+    assert await c.call("/fn/counted", 10) == 20
+    offered = c.call_sessions.for_call(icnd.Name("/fn/counted"))
+    ti = rice._small_trigger(c, icnd.Name("/fn/counted"), secrets.token_bytes(16), [encode_value(11)], offered,
+                             None, 4.0)
+    body = msgpack.unpackb(ti.app_params, raw=False)
+    body["kx"] = secrets.token_bytes(32)  # the attacker's key, added on the way
+    forged = icnd.Interest.with_params(ti.name[:-1], msgpack.packb(body, use_bin_type=True))
+    granted = (await _fn_counters(net, "h1", "h2"))["fn_sessions_granted"]
+    data = await c.express(forged, timeout=5)
+    assert data.content_type == icnd.ContentType.ERROR and rice._error_code(data) == "bad-arguments"
+    assert (await _fn_counters(net, "h1", "h2"))["fn_sessions_granted"] == granted
