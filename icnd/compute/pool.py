@@ -16,8 +16,10 @@ is not safe), that imports it by its ``MODULE:CALLABLE`` name.  Arguments
 and results cross the process boundary as icnd's encoded values
 (`icnd.compute.values`), the same bytes as on the wire, so no argument or
 result object is ever pickled; what the worker raises comes back as its type
-name and message.  A worker that dies (a crash, ``os._exit``) fails the
-calls it had with ``worker-crashed``, and the next call starts a fresh pool.
+name and message.  A worker that dies (a crash, ``os._exit``, the OOM
+killer) fails the calls the pool had with ``worker-crashed`` (one sent just
+as an idle worker died may fail so without having run), and the next call
+starts a fresh pool.
 Closing the pool terminates its workers, so a function that never returns
 cannot hold up the daemon's shutdown.
 """
@@ -162,7 +164,7 @@ class ProcessPool:
             try:
                 future = executor.submit(_run_encoded, target, encoded)
                 break
-            except (BrokenProcessPool, RuntimeError):
+            except (BrokenProcessPool, RuntimeError, OSError):
                 self._discard(executor)
                 if attempt:
                     raise WorkerError("worker-crashed", "the worker processes cannot be started") from None

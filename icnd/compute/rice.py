@@ -648,7 +648,10 @@ class FunctionHost:
             answer = known.answer
             if not isinstance(answer, Data):
                 return None
-            return answer if answer.name == interest.name else self._reissue(answer, interest.name)
+            if answer.name != interest.name:  # the id under another name: never the answer (unproven asker)
+                return self._error(interest.name, "call-id-reused",
+                                   f"call-id {rest[0][1:].hex()} was already answered under another name")
+            return answer
         if self.active >= self.limits.max_jobs:
             self.counters["fn_busy"] += 1
             return Nack.for_interest(interest, NackReason.NO_RESOURCES, f"{self.node_name} is busy")
@@ -662,11 +665,11 @@ class FunctionHost:
             else:
                 invocation.answer = await self._handshake_and_run(fn, interest, rest[1])
         except _NotOurs as exc:
-            self._calls.pop(key, None)
+            self._forget_call(key, invocation)
             invocation.answer = exc.answer
         except Error as exc:  # the caller vanished mid-handshake: nothing to answer
             log.info("call %s abandoned: %s", interest.name, exc)
-            self._calls.pop(key, None)
+            self._forget_call(key, invocation)
             invocation.answer = None
         except Exception as exc:  # a bug: the caller learns of it, the host keeps serving
             log.exception("call %s failed", interest.name)
@@ -675,6 +678,11 @@ class FunctionHost:
             self.active -= 1
             invocation.settled.set()
         return invocation.answer
+
+    def _forget_call(self, key: tuple, invocation: Invocation) -> None:
+        """Let the call-id run again (nothing ran under it)."""
+        if self._calls.get(key) is invocation:
+            del self._calls[key]
 
     async def _pull(self, name: Name) -> Data:
         """A reflexive Interest, retried a few times."""
@@ -992,16 +1000,6 @@ class FunctionHost:
         return self._thunk(interest.name, job, eta)
 
     # --- answers (signed by the host's key, or MACed with `signer`, a session's) --------------
-    def _reissue(self, answer: Data, name: Name) -> Data:
-        """The answer of a call-id asked again under another name (a signed
-        retry of a session call, a fresh parameters digest), signed by the
-        host's key; a grant's session stays with the attempt that asked for it."""
-        content_type, content = answer.content_type, answer.content
-        if content_type == ContentType.GRANT:
-            inner = msgpack.unpackb(content, raw=False)
-            content_type, content = inner["type"], inner["content"]
-        return self._sign(Data(name, content, content_type, answer.freshness_ms), None)
-
     def _sign(self, data: Data, signer: SigningKey | None) -> Data:
         return self.client.sign(data) if signer is None else signer.sign(data)
 

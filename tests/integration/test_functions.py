@@ -216,10 +216,12 @@ async def test_forged_or_stale_session_proofs_are_refused(net, monkeypatch) -> N
     assert await c.call("/fn/counted", 4) == 8  # and the session still works
 
 
-async def test_a_signed_retry_of_a_call_that_ran_gets_its_answer_not_a_second_run(net) -> None:
+async def test_a_call_id_asked_again_under_another_name_never_runs_again_nor_leaks(net) -> None:
     """What a forged session-unknown would make a caller do: the same call-id,
-    signed, reaches the host that already ran it.  (Call-ids are remembered
-    per host: h2 is taken out of the anycast so that both attempts reach h1.)"""
+    signed, reaches the host that already ran it; and what an eavesdropper
+    could try: the same call-id with other parameters and no proof.  Neither
+    runs the call again nor gets its answer.  (Call-ids are remembered per
+    host: h2 is taken out of the anycast so that every attempt reaches h1.)"""
     from icnd.compute import rice
     from icnd.compute.values import decode_value, encode_value
 
@@ -230,12 +232,16 @@ async def test_a_signed_retry_of_a_call_that_ran_gets_its_answer_not_a_second_ru
     before = await _fn_counters(net, "h1", "h2")
     call_id = secrets.token_bytes(16)
     fn = icnd.Name("/fn/counted")
-    answers = []
-    for sent in (offered, []):  # by session, then signed with the same call-id
-        ti = rice._small_trigger(c, fn, call_id, [encode_value(9)], sent, None, 4.0)
+    first = rice._small_trigger(c, fn, call_id, [encode_value(9)], offered, None, 4.0)
+    data = await c.express(first, timeout=5)
+    assert decode_value((await rice._open_small_answer(c, fn, data, offered, None)).content) == 18
+    retry = rice._small_trigger(c, fn, call_id, [encode_value(9)], [], None, 4.0)  # signed, same call-id
+    stranger = icnd.Interest.with_params(fn.append_wire(icnd.name.generic(call_id)), b"\xc0")  # no proof at all
+    for ti in (retry, stranger):
         data = await c.express(ti, timeout=5)
-        answers.append(await rice._open_small_answer(c, fn, data, offered, None, asked_sessions=bool(sent)))
-    assert [decode_value(a.content) for a in answers] == [18, 18]
+        assert data.content_type == icnd.ContentType.ERROR and rice._error_code(data) == "call-id-reused"
+    again = await c.express(first.forwarded(first.hop_limit, nonce=1234), timeout=5)  # the exact name: its answer
+    assert decode_value((await rice._open_small_answer(c, fn, again, offered, None)).content) == 18
     after = await _fn_counters(net, "h1", "h2")
     assert after["fn_executions"] - before["fn_executions"] == 1
 
