@@ -344,21 +344,16 @@ def test_bad_config_is_exit_2_naming_file_and_key(tmp_path):
     assert "--route" in one_line_error(r)
 
 
-def test_unknown_default_strategy_is_a_config_error(tmp_path):
-    config = tmp_path / "strategy.toml"
-    config.write_text('default_strategy = "no-such-strategy"\n')
+@pytest.mark.parametrize("key, value", [("default_strategy", "no-such-strategy"), ("function_pool", "fibers")])
+def test_unknown_choice_is_a_config_error_naming_file_and_key(tmp_path, key, value):
+    config = tmp_path / "choice.toml"
+    config.write_text(f'{key} = "{value}"\n')
     r = icnd("run", "--config", str(config), "--socket", str(tmp_path / "x.sock"), timeout=10)
     assert r.returncode == 2
     line = one_line_error(r)
-    assert str(config) in line and "default_strategy" in line
+    assert str(config) in line and key in line
 
 
-def test_unknown_function_pool_is_a_config_error(tmp_path):
-    config = tmp_path / "pool.toml"
-    config.write_text('function_pool = "fibers"\n')
-    r = icnd("run", "--config", str(config), "--socket", str(tmp_path / "x.sock"), timeout=10)
-    assert r.returncode == 2
-    line = one_line_error(r)
-    assert str(config) in line and "function_pool" in line
+def test_unknown_function_pool_flag_is_a_usage_error(tmp_path):
     r = icnd("run", "--function-pool", "fibers", "--socket", str(tmp_path / "x.sock"), timeout=10)
     assert r.returncode == 2 and "--function-pool" in r.stderr.decode()
