@@ -54,7 +54,7 @@ from ..errors import DecodeError, Error, Nacked, RemoteError, Timeout, Unauthori
 from ..name import T_PARAMS, T_RNP, T_SEGMENT, Name, generic, rnp, segment, valid_wire_comps
 from ..objects import DEFAULT_SEGMENT_SIZE, Manifest, segment_count
 from ..packet import ContentType, Data, Interest, Nack, NackReason, SigType
-from ..security import KEY_ID_LEN, Ed25519Key, Ed25519VerifyKey, HmacKey, HmacVerifyKey, SigningKey
+from ..security import KEY_ID_LEN, Ed25519VerifyKey, HmacKey, HmacVerifyKey, SigningKey
 from .pool import POOLS, Outcome, ProcessPool, ThreadPool, WorkerError
 from .registry import HostedFunction, target_of
 from .values import decode_value, encode_value
