@@ -481,12 +481,12 @@ def daemon_main(argv: list[str] | None = None) -> None:
 
     import trio
 
-    from icnd.config import NodeConfig
-    from icnd.node import Node
+    from icnd.daemon.config import NodeConfig
+    from icnd.daemon.node import Node
 
     if not args.no_tune_gc:  # set the process up as `icnd run` does
         try:
-            from icnd.runtime import tune_gc
+            from icnd.daemon.runtime import tune_gc
         except ImportError:
             pass
         else:

@@ -82,9 +82,9 @@ import msgpack
 
 from icnd import codec
 from icnd.core.timers import TIMER_SLACK
-from icnd.runtime import tune_gc
+from icnd.daemon.runtime import tune_gc
 from icnd.codec import decode, encode
-from icnd.core.forwarder import Forwarder
+from icnd.core.fw.forwarder import Forwarder
 from icnd.name import Name, generic, segment
 from icnd.packet import DEFAULT_HOP_LIMIT, DEFAULT_LIFETIME_MS, Data, Interest, SigType
 from icnd.security import make_data

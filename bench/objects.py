@@ -327,12 +327,12 @@ def daemon_process_main(config_path: str, profile: str | None) -> None:
 
     import trio
 
-    from icnd.config import load
-    from icnd.node import Node
+    from icnd.daemon.config import load
+    from icnd.daemon.node import Node
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
-        from icnd.runtime import tune_gc
+        from icnd.daemon.runtime import tune_gc
     except ImportError:
         pass
     else:
@@ -660,7 +660,7 @@ def run_trio(fn: Any, *args: Any) -> None:
     exception of `fn` leaves as itself, not wrapped in an exception group."""
     import trio
 
-    from icnd.client import unwrap
+    from icnd.client.door import unwrap
 
     async def guarded() -> None:
         async with trio.open_nursery() as nursery:
@@ -723,7 +723,7 @@ def main(argv: list[str] | None = None) -> int:
         daemon_process_main(opts.daemon_process, opts.daemon_profile)
         return 0
 
-    from icnd.objects import MAX_SEGMENT_SIZE, MIN_SEGMENT_SIZE
+    from icnd.objects.manifest import MAX_SEGMENT_SIZE, MIN_SEGMENT_SIZE
 
     opts.quiet = opts.json_only
     size = opts.size or (QUICK_SIZE if opts.quick else DEFAULT_SIZE)

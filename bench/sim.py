@@ -50,7 +50,7 @@ REPO_DIR = Path(__file__).resolve().parent.parent
 if str(REPO_DIR) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO_DIR))
 
-from icnd.topology.simulate import SimReport, grid_spec, simulate  # noqa: E402
+from icnd.sim.scenario import SimReport, grid_spec, simulate  # noqa: E402
 from icnd.topology.spec import TopologySpec, parse  # noqa: E402
 
 SEED = 20240611

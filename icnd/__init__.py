@@ -5,11 +5,11 @@ The public façade: names, packets and the codec, the error hierarchy.
 
 __version__ = "0.1.0"
 
-from . import sync  # noqa: E402
-from .client import Client, connect
-from .codec import decode, encode
-from .compute.registry import function
-from .errors import (
+from icnd import sync  # noqa: E402
+from icnd.client.door import Client, connect
+from icnd.codec import decode, encode
+from icnd.compute.registry import function
+from icnd.errors import (
     DecodeError,
     Error,
     Nacked,
@@ -19,9 +19,9 @@ from .errors import (
     Unauthorized,
     VerificationError,
 )
-from .name import Component, Name
-from .packet import ContentType, Data, Interest, Nack, NackReason, SigType
-from .reduction.consumer import Reduced
+from icnd.name import Component, Name
+from icnd.packet import ContentType, Data, Interest, Nack, NackReason, SigType
+from icnd.reduction.consumer import Reduced
 
 
 __all__ = [

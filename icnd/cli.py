@@ -26,10 +26,10 @@ from typing import Any, Callable, Sequence
 
 import trio
 
-from . import __version__
-from .client import CommandFailed, connect
-from .objects import DEFAULT_SEGMENT_SIZE
-from .config import (
+from icnd import __version__
+from icnd.client.door import CommandFailed, connect
+from icnd.objects.manifest import DEFAULT_SEGMENT_SIZE
+from icnd.daemon.config import (
     LOG_LEVELS,
     ConfigError,
     NodeConfig,
@@ -39,9 +39,9 @@ from .config import (
     parse_route_flag,
     validate,
 )
-from .errors import Error, Nacked, Timeout
-from .name import Name
-from .packet import MAX_LIFETIME_MS, Interest
+from icnd.errors import Error, Nacked, Timeout
+from icnd.name import Name
+from icnd.packet import MAX_LIFETIME_MS, Interest
 
 PROG = "icnd"
 
@@ -205,9 +205,9 @@ def build_config(args: argparse.Namespace) -> NodeConfig:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .logs import setup_logging
-    from .node import Node, StartupError
-    from .runtime import tune_gc
+    from icnd.daemon.logs import setup_logging
+    from icnd.daemon.node import Node, StartupError
+    from icnd.daemon.runtime import tune_gc
 
     try:
         cfg = build_config(args)
@@ -713,7 +713,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 def cmd_keygen(args: argparse.Namespace) -> int:
-    from .security import Ed25519Key
+    from icnd.security import Ed25519Key
 
     identity = args.identity if args.identity is not None else NodeConfig().node_name()
     key = Ed25519Key.generate(identity)
@@ -1008,7 +1008,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_topo_sim(args: argparse.Namespace) -> int:
-    from .topology import ScenarioError, TopologyError, format_report, report_json, simulate
+    from icnd.topology import ScenarioError, TopologyError, format_report, report_json, simulate
 
     try:
         report = simulate(args.file, [tuple(f) for f in args.fetch], seed=args.seed,
@@ -1022,13 +1022,13 @@ def cmd_topo_sim(args: argparse.Namespace) -> int:
 
 
 def cmd_topo_up(args: argparse.Namespace) -> int:
-    from .topology.launch import main_up
+    from icnd.topology.launch import main_up
 
     return main_up(args.file, netns=args.netns, workdir=args.workdir, log_level=args.log_level)
 
 
 def cmd_topo_down(args: argparse.Namespace) -> int:
-    from .topology.launch import topo_down
+    from icnd.topology.launch import topo_down
 
     return topo_down(args.workdir)
 

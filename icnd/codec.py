@@ -23,9 +23,9 @@ import threading
 
 import msgpack
 
-from .errors import DecodeError
-from .name import T_PARAMS, Name, params_digest, valid_wire_comps
-from .packet import (Data, Interest, Nack, NackReason, Packet, SigType, _d_content, _d_ctype, _d_fbid, _d_fresh,
+from icnd.errors import DecodeError
+from icnd.name import T_PARAMS, Name, params_digest, valid_wire_comps
+from icnd.packet import (Data, Interest, Nack, NackReason, Packet, SigType, _d_content, _d_ctype, _d_fbid, _d_fresh,
                      _d_kl, _d_name, _d_sig, _d_stype, _d_wire, _i_cbp, _i_hint, _i_hop, _i_life, _i_mbf, _i_name,
                      _i_nonce, _i_params, _i_wire, _new)
 

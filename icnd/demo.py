@@ -20,8 +20,8 @@ import time
 
 import trio
 
-from .errors import Error
-from .topology import launch
+from icnd.errors import Error
+from icnd.topology import launch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_TOPOLOGY = os.path.join(os.path.dirname(HERE), "topologies", "default.toml")

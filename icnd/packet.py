@@ -13,7 +13,7 @@ import secrets
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from .name import Name, T_DIGEST, T_PARAMS, params_digest
+from icnd.name import Name, T_DIGEST, T_PARAMS, params_digest
 
 DEFAULT_LIFETIME_MS = 4000
 DEFAULT_HOP_LIMIT = 32
@@ -156,7 +156,7 @@ class Data:
         return self.key_locator
 
     def implicit_digest(self) -> bytes:
-        from .codec import encode
+        from icnd.codec import encode
 
         return hashlib.sha256(encode(self)).digest()
 

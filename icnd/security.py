@@ -48,10 +48,10 @@ import msgpack
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from .codec import MAX_CONTENT_SIZE, signed_portion, signed_portion_of_wire, with_signature
-from .errors import VerificationError
-from .name import Component, Name, NameLike, valid_wire_comps
-from .packet import ContentType, Data, SigType, new_data
+from icnd.codec import MAX_CONTENT_SIZE, signed_portion, signed_portion_of_wire, with_signature
+from icnd.errors import VerificationError
+from icnd.name import Component, Name, NameLike, valid_wire_comps
+from icnd.packet import ContentType, Data, SigType, new_data
 
 KEY_ID_LEN = 8
 SIG_LENGTHS: dict[int, int] = {SigType.DIGEST_SHA256: 32, SigType.HMAC_SHA256: 32, SigType.ED25519: 64}

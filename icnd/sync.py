@@ -18,9 +18,9 @@ from typing import Any, Iterator
 
 import trio
 
-from .client import Client, Handler, unwrap
-from .client import connect as async_connect
-from .errors import Error
+from icnd.client.door import Client, Handler, unwrap
+from icnd.client.door import connect as async_connect
+from icnd.errors import Error
 
 
 class SyncClient:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from icnd import ContentType, DecodeError, Interest, Name, decode, encode
-from icnd.objects import (
+from icnd.objects.manifest import (
     CongestionWindow,
     Manifest,
     RttEstimator,
@@ -20,7 +20,7 @@ from icnd.objects import (
     parse_versioned,
     segment_count,
 )
-from icnd.objstore import ObjectStore, ObjectStoreError
+from icnd.objects.store import ObjectStore, ObjectStoreError
 from icnd.security import Ed25519Key, KeyChain
 
 

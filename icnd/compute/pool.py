@@ -37,8 +37,8 @@ from typing import Any, Callable
 
 import trio
 
-from .registry import load_callable
-from .values import decode_value, encode_value
+from icnd.compute.registry import load_callable
+from icnd.compute.values import decode_value, encode_value
 
 log = logging.getLogger("icnd.compute")
 

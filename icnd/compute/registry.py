@@ -9,7 +9,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..name import Name
+from icnd.name import Name
 
 _ATTR = "__icnd_function__"
 

@@ -49,18 +49,18 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X
 from cryptography.hazmat.primitives.hashes import SHA256
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from ..codec import signed_portion_of_wire
-from ..errors import DecodeError, Error, Nacked, RemoteError, Timeout, Unauthorized, VerificationError
-from ..name import T_PARAMS, T_RNP, T_SEGMENT, Name, generic, rnp, segment, valid_wire_comps
-from ..objects import DEFAULT_SEGMENT_SIZE, Manifest, segment_count
-from ..packet import ContentType, Data, Interest, Nack, NackReason, SigType
-from ..security import KEY_ID_LEN, Ed25519VerifyKey, HmacKey, HmacVerifyKey, SigningKey
-from .pool import POOLS, Outcome, ProcessPool, ThreadPool, WorkerError
-from .registry import HostedFunction, target_of
-from .values import decode_value, encode_value
+from icnd.codec import signed_portion_of_wire
+from icnd.errors import DecodeError, Error, Nacked, RemoteError, Timeout, Unauthorized, VerificationError
+from icnd.name import T_PARAMS, T_RNP, T_SEGMENT, Name, generic, rnp, segment, valid_wire_comps
+from icnd.objects.manifest import DEFAULT_SEGMENT_SIZE, Manifest, segment_count
+from icnd.packet import ContentType, Data, Interest, Nack, NackReason, SigType
+from icnd.security import KEY_ID_LEN, Ed25519VerifyKey, HmacKey, HmacVerifyKey, SigningKey
+from icnd.compute.pool import POOLS, Outcome, ProcessPool, ThreadPool, WorkerError
+from icnd.compute.registry import HostedFunction, target_of
+from icnd.compute.values import decode_value, encode_value
 
 if TYPE_CHECKING:
-    from ..client import Client
+    from icnd.client.door import Client
 
 log = logging.getLogger("icnd.compute")
 
@@ -125,7 +125,7 @@ async def call(client: "Client", fn: Name, args: tuple, *, timeout: float, pure:
         with trio.fail_at(deadline):
             if pure:
                 params = msgpack.packb(encoded, use_bin_type=True)
-                from ..client import MAX_PUBLISH_CONTENT
+                from icnd.client.door import MAX_PUBLISH_CONTENT
 
                 if len(params) <= MAX_PUBLISH_CONTENT:
                     return await _pure_call(client, fn, params, deadline, lifetime)

@@ -108,7 +108,7 @@ from typing import Any, Iterable
 import msgpack
 import numpy as np
 
-from ..errors import DecodeError
+from icnd.errors import DecodeError
 
 __all__ = [
     "ALLOWED_DTYPES",

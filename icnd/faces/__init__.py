@@ -3,12 +3,12 @@
 See `icnd.faces.base` for the contract every face keeps.
 """
 
-from .base import Face, FaceCounters, Listener, OnNewFace, OnReceive
-from .endpoints import connect_face, open_listener
-from .memory import MemoryFace, memory_face_pair
-from .stream import StreamFace, StreamListener, connect_stream, open_stream_listener
-from .udp import MAX_DATAGRAM, UdpFace, UdpListener, connect_udp, open_udp_listener
-from .uri import DEFAULT_PORT, FaceUri, parse_face_uri
+from icnd.faces.base import Face, FaceCounters, Listener, OnNewFace, OnReceive
+from icnd.faces.endpoints import connect_face, open_listener
+from icnd.faces.memory import MemoryFace, memory_face_pair
+from icnd.faces.stream import StreamFace, StreamListener, connect_stream, open_stream_listener
+from icnd.faces.udp import MAX_DATAGRAM, UdpFace, UdpListener, connect_udp, open_udp_listener
+from icnd.faces.uri import DEFAULT_PORT, FaceUri, parse_face_uri
 
 __all__ = [
     "DEFAULT_PORT",

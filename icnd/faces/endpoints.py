@@ -8,10 +8,10 @@ peers, so that its datagrams leave from its well-known port.
 
 from __future__ import annotations
 
-from .base import Face, Listener, OnNewFace
-from .stream import connect_stream, open_stream_listener
-from .udp import connect_udp, open_udp_listener
-from .uri import FaceUri, parse_face_uri
+from icnd.faces.base import Face, Listener, OnNewFace
+from icnd.faces.stream import connect_stream, open_stream_listener
+from icnd.faces.udp import connect_udp, open_udp_listener
+from icnd.faces.uri import FaceUri, parse_face_uri
 
 
 async def open_listener(uri: str | FaceUri, *, on_new_face: OnNewFace) -> Listener:

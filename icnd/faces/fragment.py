@@ -42,7 +42,7 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..codec import MAX_PACKET_SIZE
+from icnd.codec import MAX_PACKET_SIZE
 
 MAGIC = 0xC1
 HEADER = struct.Struct(">BIHHI")

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import trio
 
-from .base import Face, FaceCounters, OnReceive
+from icnd.faces.base import Face, FaceCounters, OnReceive
 
 # Tolerance, in bytes, for queue-occupancy comparisons: occupancy is derived
 # from float times, so an exactly-full queue must not be judged over-full by

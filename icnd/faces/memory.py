@@ -13,7 +13,7 @@ from collections import deque
 
 import trio
 
-from .base import Face, OnReceive
+from icnd.faces.base import Face, OnReceive
 
 DEFAULT_MAX_QUEUE_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_QUEUE_PACKETS = 65536

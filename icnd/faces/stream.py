@@ -29,9 +29,9 @@ from collections import deque
 
 import trio
 
-from ..codec import MAX_PACKET_SIZE
-from .base import Face, Listener, OnNewFace, OnReceive, close_socket
-from .uri import FaceUri, format_inet_uri, parse_face_uri
+from icnd.codec import MAX_PACKET_SIZE
+from icnd.faces.base import Face, Listener, OnNewFace, OnReceive, close_socket
+from icnd.faces.uri import FaceUri, format_inet_uri, parse_face_uri
 
 DEFAULT_MAX_SEND_QUEUE = 16 * 1024 * 1024
 RECV_CHUNK = 256 * 1024  # default receive buffer; reads are at least MIN_READ long

@@ -58,10 +58,10 @@ from dataclasses import dataclass
 
 import trio
 
-from ..codec import MAX_PACKET_SIZE
-from .base import Face, FaceCounters, Listener, OnNewFace, OnReceive, close_socket
-from .fragment import DEFAULT_MTU, MIN_MTU, Fragmenter, Reassembler, fragment_count
-from .uri import FaceUri, format_inet_uri, parse_face_uri
+from icnd.codec import MAX_PACKET_SIZE
+from icnd.faces.base import Face, FaceCounters, Listener, OnNewFace, OnReceive, close_socket
+from icnd.faces.fragment import DEFAULT_MTU, MIN_MTU, Fragmenter, Reassembler, fragment_count
+from icnd.faces.uri import FaceUri, format_inet_uri, parse_face_uri
 
 MAX_DATAGRAM = 65507  # largest UDP payload over IPv4
 RECV_SIZE = 65536

@@ -7,7 +7,7 @@
   for ``/localhost/nfd/rib/register`` and friends.
 """
 
-from .codec import (
+from icnd.ndn.codec import (
     IdlePacket,
     LpInfo,
     NdnNameMap,
@@ -18,8 +18,8 @@ from .codec import (
     encode_ndn,
     encode_ndn_nack,
 )
-from .nfdmgmt import ControlParameters, ControlResponse, parse_command
-from .tlv import MAX_NDN_PACKET, frame_length, is_critical
+from icnd.ndn.nfdmgmt import ControlParameters, ControlResponse, parse_command
+from icnd.ndn.tlv import MAX_NDN_PACKET, frame_length, is_critical
 
 __all__ = [
     "MAX_NDN_PACKET",

@@ -104,10 +104,10 @@ import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from ..codec import MAX_HINTS, signed_portion, with_signature
-from ..errors import DecodeError
-from ..name import T_DIGEST, T_PARAMS, Name, params_digest, valid_wire_comps
-from ..packet import (
+from icnd.codec import MAX_HINTS, signed_portion, with_signature
+from icnd.errors import DecodeError
+from icnd.name import T_DIGEST, T_PARAMS, Name, params_digest, valid_wire_comps
+from icnd.packet import (
     DEFAULT_HOP_LIMIT,
     DEFAULT_LIFETIME_MS,
     Data,
@@ -120,7 +120,7 @@ from ..packet import (
     new_interest,
     new_nonce,
 )
-from .tlv import (
+from icnd.ndn.tlv import (
     MAX_NDN_PACKET,
     decode_nni,
     encode_nni,

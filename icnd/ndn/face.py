@@ -34,9 +34,9 @@ import socket
 from dataclasses import replace
 from typing import Callable
 
-from ..errors import DecodeError
-from ..faces.base import OnNewFace
-from ..faces.stream import (
+from icnd.errors import DecodeError
+from icnd.faces.base import OnNewFace
+from icnd.faces.stream import (
     DEFAULT_MAX_SEND_QUEUE,
     FramingError,
     StreamFace,
@@ -44,10 +44,10 @@ from ..faces.stream import (
     _describe,
     open_stream_listener,
 )
-from ..faces.uri import FaceUri, format_inet_uri, parse_face_uri
-from ..name import T_PARAMS, Name
-from ..packet import Data, Interest, Nack, Packet
-from .tlv import MAX_NDN_PACKET, frame_length
+from icnd.faces.uri import FaceUri, format_inet_uri, parse_face_uri
+from icnd.name import T_PARAMS, Name
+from icnd.packet import Data, Interest, Nack, Packet
+from icnd.ndn.tlv import MAX_NDN_PACKET, frame_length
 
 log = logging.getLogger("icnd.ndn")
 
@@ -164,7 +164,7 @@ class NdnLink:
     """
 
     def __init__(self, face: StreamFace, max_pending: int = MAX_PENDING) -> None:
-        from . import codec
+        from icnd.ndn import codec
 
         self.face = face
         self.transmit: Callable[[bytes], None] = face.send  # or a link emulator's send

@@ -33,15 +33,15 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from .. import __version__
-from ..core.fib import TableFull
-from ..faces import Face
-from ..name import Name, generic, segment, version
-from ..packet import Data, Interest
-from .tlv import encode_tlv, nni_tlv
+from icnd import __version__
+from icnd.core.tables.fib import TableFull
+from icnd.faces import Face
+from icnd.name import Name, generic, segment, version
+from icnd.packet import Data, Interest
+from icnd.ndn.tlv import encode_tlv, nni_tlv
 
 if TYPE_CHECKING:
-    from ..node import Node
+    from icnd.daemon.node import Node
 
 log = logging.getLogger("icnd.ndn.mgmt")
 
@@ -99,7 +99,7 @@ class NdnManagement:
     """Answers ``/localhost/nfd`` Interests from NDN faces; synchronous (no I/O)."""
 
     def __init__(self, node: "Node") -> None:
-        from . import nfdmgmt
+        from icnd.ndn import nfdmgmt
 
         self.node = node
         self._nfd = nfdmgmt

@@ -27,11 +27,11 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, replace
 
-from ..errors import DecodeError
-from ..name import T_GENERIC, T_PARAMS, Name
-from ..packet import Data, Interest
-from ..security import DigestKey
-from .codec import (
+from icnd.errors import DecodeError
+from icnd.name import T_GENERIC, T_PARAMS, Name
+from icnd.packet import Data, Interest
+from icnd.security import DigestKey
+from icnd.ndn.codec import (
     T_NAME,
     SignedInterestInfo,
     decode_ndn_name,
@@ -39,7 +39,7 @@ from .codec import (
     encode_ndn_component,
     encode_ndn_name,
 )
-from .tlv import decode_nni, encode_tlv, iter_tlvs, nni_tlv, read_tl
+from icnd.ndn.tlv import decode_nni, encode_tlv, iter_tlvs, nni_tlv, read_tl
 
 T_CONTROL_PARAMETERS = 0x68
 T_FACE_ID = 0x69

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..errors import DecodeError
+from icnd.errors import DecodeError
 
 MAX_NDN_PACKET = 8800
 """Largest NDN packet (the whole outermost TLV) icnd sends or accepts (ndn-cxx MAX_NDN_PACKET_SIZE)."""

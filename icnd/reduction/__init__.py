@@ -11,7 +11,7 @@ The pieces (the protocol is in docs/reduction.md):
 - the in-network part lives in the forwarder: `icnd.core.aggregate`.
 """
 
-from .group import GroupDescriptor, Member, ReduceRequest
-from .segment import SegmentMeta
+from icnd.reduction.group import GroupDescriptor, Member, ReduceRequest
+from icnd.reduction.segment import SegmentMeta
 
 __all__ = ["GroupDescriptor", "Member", "ReduceRequest", "SegmentMeta"]

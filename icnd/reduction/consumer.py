@@ -19,16 +19,16 @@ import msgpack
 import numpy as np
 import trio
 
-from ..codec import decode, encode
-from ..errors import Error, Nacked, Timeout
-from ..name import Name
-from ..packet import ContentType, Data, Interest, NackReason
-from ..security import DigestKey
-from .group import CONSUMER_OPS, GroupDescriptor, contrib_name, reduce_interest, remote_contribute_name
-from .segment import SegmentError, SegmentMeta, check_dtype, pack, plan, unpack
+from icnd.codec import decode, encode
+from icnd.errors import Error, Nacked, Timeout
+from icnd.name import Name
+from icnd.packet import ContentType, Data, Interest, NackReason
+from icnd.security import DigestKey
+from icnd.reduction.group import CONSUMER_OPS, GroupDescriptor, contrib_name, reduce_interest, remote_contribute_name
+from icnd.reduction.segment import SegmentError, SegmentMeta, check_dtype, pack, plan, unpack
 
 if TYPE_CHECKING:
-    from ..client import Client
+    from icnd.client.door import Client
 
 RETX = 0.5  # seconds between re-sent aggregate requests
 WINDOW = 8
@@ -65,7 +65,7 @@ def _first(exc: BaseException) -> BaseException:
 
 
 def _remote_error(data: Data) -> Error:
-    from ..client import _remote_error as convert
+    from icnd.client.door import _remote_error as convert
 
     return convert(data)
 
@@ -198,7 +198,7 @@ async def contribute(client: "Client", group: str, rnd: int, array: Any, member:
 async def _contribute_remote(client: "Client", node: str, member: str, data: Data, timeout: float) -> dict:
     """One contribution segment to `member`'s node `node`: an Interest
     ``/node/<node>/member/<member>/contribute`` carrying the segment's Data."""
-    from ..client import CommandFailed
+    from icnd.client.door import CommandFailed
 
     interest = Interest.with_params(remote_contribute_name(node, member), encode(data),
                                     lifetime_ms=max(10, int(timeout * 1000)))

@@ -23,11 +23,11 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from ..packet import Data, Interest, Nack, NackReason, SigType
-from ..security import KEY_ID_LEN, DigestKey, Ed25519VerifyKey, signed_portion
-from .group import GroupDescriptor, parse_contrib_name
-from ..core.cs import data_size
-from .segment import SegmentError, unpack
+from icnd.packet import Data, Interest, Nack, NackReason, SigType
+from icnd.security import KEY_ID_LEN, DigestKey, Ed25519VerifyKey, signed_portion
+from icnd.reduction.group import GroupDescriptor, parse_contrib_name
+from icnd.core.tables.cs import data_size
+from icnd.reduction.segment import SegmentError, unpack
 
 MAX_GROUPS = 1024
 VERSIONS_KEPT = 16

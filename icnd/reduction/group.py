@@ -29,10 +29,10 @@ from typing import Any, Sequence
 
 import msgpack
 
-from ..codec import decode
-from ..errors import DecodeError
-from ..name import T_GENERIC, T_PARAMS, T_SEGMENT, Name, decode_nonneg, generic, segment, version
-from ..packet import Data, Interest
+from icnd.codec import decode
+from icnd.errors import DecodeError
+from icnd.name import T_GENERIC, T_PARAMS, T_SEGMENT, Name, decode_nonneg, generic, segment, version
+from icnd.packet import Data, Interest
 
 REDUCE = generic("reduce")
 GROUP = generic("group")

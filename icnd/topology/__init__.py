@@ -1,9 +1,9 @@
 """Topologies: describe a network in TOML, derive its routes, launch or simulate it (interface §6)."""
 
-from .launch import LaunchError, Network, NodeHandle, launch, topo_down, topo_up
-from .netns import NetnsUnavailable
-from .routes import Route, RouteOracle, derive_routes, originated_prefixes, shortest_distances
-from .simulate import (
+from icnd.topology.launch import LaunchError, Network, NodeHandle, launch, topo_down, topo_up
+from icnd.topology.netns import NetnsUnavailable
+from icnd.topology.routes import Route, RouteOracle, derive_routes, originated_prefixes, shortest_distances
+from icnd.sim.scenario import (
     FetchResult,
     ScenarioError,
     SimReport,
@@ -14,7 +14,7 @@ from .simulate import (
     report_json,
     simulate,
 )
-from .spec import (
+from icnd.topology.spec import (
     GroupMember,
     GroupSpec,
     LinkParams,

@@ -63,12 +63,12 @@ from typing import Any, AsyncIterator, TextIO
 
 import trio
 
-from ..client import Client, unwrap
-from ..client import connect as _connect
-from ..errors import Error
-from . import netns as _netns
-from .routes import Route, derive_routes
-from .spec import LinkSpec, TopologyError, TopologySpec, load, node_prefix
+from icnd.client.door import Client, unwrap
+from icnd.client.door import connect as _connect
+from icnd.errors import Error
+from icnd.topology import netns as _netns
+from icnd.topology.routes import Route, derive_routes
+from icnd.topology.spec import LinkSpec, TopologyError, TopologySpec, load, node_prefix
 
 __all__ = [
     "STATE_FILE",

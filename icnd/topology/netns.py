@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 
 import trio
 
-from ..errors import Error
-from .spec import TopologySpec
+from icnd.errors import Error
+from icnd.topology.spec import TopologySpec
 
 __all__ = [
     "ADDRESS_BLOCK",

@@ -43,7 +43,7 @@ import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from .spec import TopologySpec, node_prefix
+from icnd.topology.spec import TopologySpec, node_prefix
 
 __all__ = ["Route", "RouteOracle", "derive_routes", "originated_prefixes", "shortest_distances"]
 

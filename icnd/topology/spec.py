@@ -65,7 +65,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from ..name import T_GENERIC, Name
+from icnd.name import T_GENERIC, Name
 
 __all__ = [
     "MAX_NAME_LEN",

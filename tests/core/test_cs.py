@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from icnd.codec import encode
-from icnd.core.cs import ContentStore
+from icnd.core.tables.cs import ContentStore
 from icnd.name import Name
 from icnd.packet import Data, Interest
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from icnd.core.dnl import DeadNonceList
+from icnd.core.tables.dnl import DeadNonceList
 from icnd.name import Name
 
 A = Name("/a").comps

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from icnd.core.fib import Fib, TableFull
+from icnd.core.tables.fib import Fib, TableFull
 from icnd.name import Name
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from icnd import Data, Interest, Nack, NackReason, Name
-from icnd.core.forwarder import Forwarder, Send
+from icnd.core.fw.forwarder import Forwarder, Send
 
 APP, UP1, UP2, DOWN2, LOCAL2 = 1, 2, 3, 4, 5
 

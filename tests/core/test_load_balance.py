@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 
 from icnd import Data, Interest, Nack, NackReason, Name
-from icnd.core.forwarder import Forwarder, Send
-from icnd.core.strategy import (
+from icnd.core.fw.forwarder import Forwarder, Send
+from icnd.core.fw.strategy import (
     LB_BUSY_BASE, LB_MIN_RTT, STRATEGIES, BestRoute, LoadBalance, StrategyChoice,
 )
 from icnd.name import rnp
@@ -374,7 +374,7 @@ def test_default_seed_and_reseed() -> None:
 
 
 def test_simulated_topology_uses_load_balance_for_function_prefixes(monkeypatch) -> None:
-    from icnd.sim import SimNetwork
+    from icnd.sim.network import SimNetwork
     from icnd.topology import parse, simulate
     from icnd.topology.launch import function_route_prefixes
     from icnd.topology.routes import derive_routes

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from icnd.core.fib import TableFull
-from icnd.core.forwarder import Forwarder
-from icnd.core.pit import OutRecord, Pit
+from icnd.core.tables.fib import TableFull
+from icnd.core.fw.forwarder import Forwarder
+from icnd.core.tables.pit import OutRecord, Pit
 from icnd.name import Name
 from icnd.packet import Data, Interest
 

@@ -8,14 +8,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from icnd import Data, Interest, Nack, NackReason, Name
-from icnd.core.fib import Fib, TableFull
-from icnd.core.forwarder import Forwarder, Send
-from icnd.core.pit import PitEntry
-from icnd.core.reflexive import (
+from icnd.core.tables.fib import Fib, TableFull
+from icnd.core.fw.forwarder import Forwarder, Send
+from icnd.core.tables.pit import PitEntry
+from icnd.core.tables.reflexive import (
     MALFORMED, NOT_REFLEXIVE, REFLEXIVE, TI_MAX_EXTENDED_LIFETIME, TRIGGER, ReflexiveTable, classify,
 )
 from icnd.name import T_RNP, rnp
-from icnd.sim import SimNetwork
+from icnd.sim.network import SimNetwork
 
 APP, UP1, UP2, DOWN2 = 1, 2, 3, 4
 R1 = rnp(bytes(range(16)))

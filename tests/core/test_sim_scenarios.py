@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from icnd import Data, Name
-from icnd.sim import SimNetwork
+from icnd.sim.network import SimNetwork
 
 
 def face_toward(net: SimNetwork, node: str, peer: str) -> int:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from icnd.core.fib import TableFull
-from icnd.core.strategy import STRATEGIES, BestRoute, Multicast, StrategyChoice
+from icnd.core.tables.fib import TableFull
+from icnd.core.fw.strategy import STRATEGIES, BestRoute, Multicast, StrategyChoice
 from icnd.name import Name
 
 

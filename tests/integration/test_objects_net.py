@@ -11,7 +11,7 @@ import trio
 import icnd
 from icnd import Data, Name, decode, encode
 from icnd.faces import connect_stream, open_stream_listener
-from icnd.objects import segment_index
+from icnd.objects.manifest import segment_index
 from icnd.topology import launch, parse
 
 MiB = 1024 * 1024

@@ -11,7 +11,7 @@ import pytest
 import trio
 
 import icnd
-from icnd.client import CommandFailed
+from icnd.client.door import CommandFailed
 from icnd.topology import launch
 
 TOPOLOGY = Path(__file__).resolve().parents[2] / "topologies" / "reduce5.toml"

@@ -34,8 +34,8 @@ import trio
 
 import icnd
 from icnd.compute.values import decode_value, encode_value
-from icnd.config import NodeConfig
-from icnd.node import Node
+from icnd.daemon.config import NodeConfig
+from icnd.daemon.node import Node
 
 ndn = pytest.importorskip("ndn", reason="python-ndn (the test extra) is not installed")
 from ndn import encoding as ndn_enc  # noqa: E402
@@ -564,7 +564,7 @@ async def test_python_ndn_over_tcp(node, tmp_path):
 
 def test_config_and_flags(tmp_path):
     from icnd.cli import build_parser, build_config
-    from icnd.config import ConfigError, from_dict
+    from icnd.daemon.config import ConfigError, from_dict
 
     cfg = from_dict({"ndn-listen": ["unix:///run/nfd/nfd.sock", "tcp://0.0.0.0:6363"]})
     assert cfg.ndn_listen == ["unix:///run/nfd/nfd.sock", "tcp://0.0.0.0:6363"]

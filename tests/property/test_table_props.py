@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from icnd.codec import encode
-from icnd.core.cs import ContentStore, data_size
-from icnd.core.fib import Fib, TableFull
-from icnd.core.forwarder import Forwarder
+from icnd.core.tables.cs import ContentStore, data_size
+from icnd.core.tables.fib import Fib, TableFull
+from icnd.core.fw.forwarder import Forwarder
 from icnd.name import T_DIGEST, Name
 from icnd.packet import Data, Interest, Nack, NackReason
 

@@ -17,7 +17,7 @@ from icnd.packet import ContentType, Data, Interest, Nack, NackReason
 from icnd.reduction.group import GroupDescriptor, parse_contrib_name, reduce_interest
 from icnd.reduction.segment import SegmentMeta, pack, plan, unpack
 from icnd.security import DigestKey
-from icnd.sim import SimNetwork
+from icnd.sim.network import SimNetwork
 
 MEMBERS = ["w1", "w2", "w3", "w4", "w5"]
 LINKS = [("r", "a1"), ("r", "a2"), ("a1", "w1"), ("a1", "w2"), ("a1", "w3"), ("a2", "w4"), ("a2", "w5"),

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from icnd import Data, Name
-from icnd.sim import SimNetwork
+from icnd.sim.network import SimNetwork
 from icnd.topology import derive_routes, load, originated_prefixes, parse
 from icnd.topology.routes import RouteOracle
-from icnd.topology.simulate import (
+from icnd.sim.scenario import (
     ScenarioError,
     Step,
     format_report,

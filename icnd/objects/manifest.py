@@ -30,10 +30,10 @@ from dataclasses import dataclass
 
 import msgpack
 
-from .codec import MAX_CONTENT_SIZE, T_DATA, VERSION
-from .errors import DecodeError
-from .name import T_SEGMENT, T_VERSION, Name, generic, segment, version
-from .packet import ContentType, Data, SigType, new_data
+from icnd.codec import MAX_CONTENT_SIZE, T_DATA, VERSION
+from icnd.errors import DecodeError
+from icnd.name import T_SEGMENT, T_VERSION, Name, generic, segment, version
+from icnd.packet import ContentType, Data, SigType, new_data
 
 MANIFEST = generic("manifest")
 DIGEST_LEN = 32

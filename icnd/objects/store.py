@@ -30,11 +30,11 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from .codec import decode, encode
-from .name import T_SEGMENT, Name
-from .objects import MANIFEST, Manifest, SegmentBuilder, check_sizes, segment_count
-from .packet import ContentType, Data, Interest
-from .security import SigningKey
+from icnd.codec import decode, encode
+from icnd.name import T_SEGMENT, Name
+from icnd.objects.manifest import MANIFEST, Manifest, SegmentBuilder, check_sizes, segment_count
+from icnd.packet import ContentType, Data, Interest
+from icnd.security import SigningKey
 
 MANIFEST_FRESHNESS_MS = 1000  # discovery asks MustBeFresh: new versions show within a second
 

@@ -33,13 +33,13 @@ import random
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from ..name import Name
-from ..packet import NACK_SEVERITY, Interest, Nack, NackReason
-from .fib import FibEntry, TableFull
-from .pit import PitEntry
+from icnd.name import Name
+from icnd.packet import NACK_SEVERITY, Interest, Nack, NackReason
+from icnd.core.tables.fib import FibEntry, TableFull
+from icnd.core.tables.pit import PitEntry
 
 if TYPE_CHECKING:
-    from .forwarder import Forwarder
+    from icnd.core.fw.forwarder import Forwarder
 
 
 class Strategy:

@@ -38,11 +38,11 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from .codec import decode, encode
-from .core.forwarder import Forwarder
-from .faces.link import LinkModel, LinkParams
-from .name import Name
-from .packet import DEFAULT_HOP_LIMIT, Data, Interest, Nack, Packet
+from icnd.codec import decode, encode
+from icnd.core.fw.forwarder import Forwarder
+from icnd.faces.link import LinkModel, LinkParams
+from icnd.name import Name
+from icnd.packet import DEFAULT_HOP_LIMIT, Data, Interest, Nack, Packet
 
 Trace = tuple[str, ...]
 

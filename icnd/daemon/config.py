@@ -13,8 +13,8 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from .faces.uri import parse_face_uri
-from .name import Name
+from icnd.faces.uri import parse_face_uri
+from icnd.name import Name
 
 
 class ConfigError(Exception):
@@ -47,7 +47,7 @@ class GroupConfig:
     deadline_ms: int = 0  # longest wait for stragglers; 0: the request's lifetime
 
     def descriptor(self):  # type: ignore[no-untyped-def]
-        from .reduction.group import GroupDescriptor
+        from icnd.reduction.group import GroupDescriptor
 
         return GroupDescriptor.create(self.name, self.members, rendezvous=self.rendezvous or None,
                                       ops=self.ops or None, seg_bytes=self.segment_bytes or None,
@@ -271,7 +271,7 @@ def validate(cfg: NodeConfig, origin: str = "<config>") -> None:
     for key in ("cs_capacity_mb", "repo_capacity_mb", "udp_idle_timeout_s"):
         if getattr(cfg, key) <= 0:
             raise ConfigError(f"{origin}: {key} must be > 0")
-    from .core.strategy import STRATEGIES
+    from icnd.core.fw.strategy import STRATEGIES
 
     for where, strategy in [("default_strategy", cfg.default_strategy), *cfg.strategies.items()]:
         if strategy not in STRATEGIES:

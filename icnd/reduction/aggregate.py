@@ -58,15 +58,15 @@ from typing import TYPE_CHECKING, Any, Callable
 import msgpack
 import numpy as np
 
-from ..name import Name, generic
-from ..packet import ContentType, Data, Interest, Nack, NackReason, new_nonce
-from ..reduction.group import NODE, REDUCE, ReduceRequest, contrib_name, request_params
-from ..reduction.segment import SegmentError, SegmentMeta, combine, nonfinite, pack, unpack
-from ..security import DigestKey
+from icnd.name import Name, generic
+from icnd.packet import ContentType, Data, Interest, Nack, NackReason, new_nonce
+from icnd.reduction.group import NODE, REDUCE, ReduceRequest, contrib_name, request_params
+from icnd.reduction.segment import SegmentError, SegmentMeta, combine, nonfinite, pack, unpack
+from icnd.security import DigestKey
 
 if TYPE_CHECKING:
-    from .forwarder import Forwarder
-    from .pit import PitEntry
+    from icnd.core.fw.forwarder import Forwarder
+    from icnd.core.tables.pit import PitEntry
 
 log = logging.getLogger("icnd.aggregate")
 
@@ -604,13 +604,13 @@ def _node(node: str) -> tuple[bytes, ...]:
 
 
 def _request_comps(req: ReduceRequest) -> tuple[bytes, ...]:
-    from ..reduction.group import aggregate_prefix
+    from icnd.reduction.group import aggregate_prefix
 
     return aggregate_prefix(req.desc.group, req.op, req.round, req.seg).comps[1:5]
 
 
 def _lifetime(interest: Interest) -> float:
-    from .forwarder import clamp_lifetime
+    from icnd.core.fw.forwarder import clamp_lifetime
 
     return clamp_lifetime(interest.lifetime_ms)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..name import T_RNP, Name
+from icnd.name import T_RNP, Name
 
 
 class TableFull(Exception):

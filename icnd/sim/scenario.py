@@ -100,16 +100,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.fib import Fib
-from ..core.forwarder import Forwarder
-from ..faces.link import LinkParams as LinkModelParams
-from ..name import Name
-from ..packet import DEFAULT_HOP_LIMIT, Data, Interest, Nack, NackReason
-from ..security import make_data
-from ..sim import Fetch, SimApp, SimNetwork, SimNode
-from .launch import FUNCTION_STRATEGY, function_route_prefixes
-from .routes import RouteOracle, derive_routes
-from .spec import TopologySpec, load, node_prefix, parse
+from icnd.core.tables.fib import Fib
+from icnd.core.fw.forwarder import Forwarder
+from icnd.faces.link import LinkParams as LinkModelParams
+from icnd.name import Name
+from icnd.packet import DEFAULT_HOP_LIMIT, Data, Interest, Nack, NackReason
+from icnd.security import make_data
+from icnd.sim.network import Fetch, SimApp, SimNetwork, SimNode
+from icnd.topology.launch import FUNCTION_STRATEGY, function_route_prefixes
+from icnd.topology.routes import RouteOracle, derive_routes
+from icnd.topology.spec import TopologySpec, load, node_prefix, parse
 
 __all__ = [
     "DEFAULT_OBJECT",

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..name import T_DIGEST
+from icnd.name import T_DIGEST
 
 _INF = float("inf")
-from ..packet import Data, Interest, NackReason
-from .fib import TableFull
+from icnd.packet import Data, Interest, NackReason
+from icnd.core.tables.fib import TableFull
 
 
 @dataclass(slots=True)

@@ -31,13 +31,13 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Sequence, 
 import msgpack
 import trio
 
-from .codec import MAX_PARAMS_SIZE, decode, encode
-from .compute.rice import CallerSessions
-from .config import resolve_socket_path
-from .errors import DecodeError, Error, Nacked, NotFound, RemoteError, Timeout, VerificationError
-from .faces.stream import StreamFace, connect_stream
-from .name import T_RNP, T_VERSION, Name, NameLike
-from .objects import (
+from icnd.codec import MAX_PARAMS_SIZE, decode, encode
+from icnd.compute.rice import CallerSessions
+from icnd.daemon.config import resolve_socket_path
+from icnd.errors import DecodeError, Error, Nacked, NotFound, RemoteError, Timeout, VerificationError
+from icnd.faces.stream import StreamFace, connect_stream
+from icnd.name import T_RNP, T_VERSION, Name, NameLike
+from icnd.objects.manifest import (
     DEFAULT_SEGMENT_SIZE,
     MANIFEST,
     CongestionWindow,
@@ -49,8 +49,8 @@ from .objects import (
     parse_versioned,
     segment_index,
 )
-from .packet import ContentType, Data, Interest, Nack, NackReason, Packet, SigType
-from .security import DigestKey, Ed25519Key, Ed25519VerifyKey, KeyChain, SigningKey
+from icnd.packet import ContentType, Data, Interest, Nack, NackReason, Packet, SigType
+from icnd.security import DigestKey, Ed25519Key, Ed25519VerifyKey, KeyChain, SigningKey
 
 log = logging.getLogger("icnd.client")
 
@@ -280,7 +280,7 @@ class Client:
         ``reflexive=True``, are pulled by the host over reflexive forwarding.  Raises RemoteError (the function raised or
         refused), Unauthorized, Nacked (e.g. no-route: nobody serves `fn`),
         Timeout."""
-        from .compute.rice import call
+        from icnd.compute.rice import call
 
         return await call(self, Name(fn), args, timeout=timeout, pure=pure, lifetime=lifetime,
                           reflexive=reflexive)
@@ -297,8 +297,8 @@ class Client:
         run in `workers` threads, or with ``pool="processes"`` in as many
         worker processes (then each must be a module-level function,
         importable by name; ValueError otherwise)."""
-        from .compute.registry import hosted
-        from .compute.rice import FunctionHost, HostLimits
+        from icnd.compute.registry import hosted
+        from icnd.compute.rice import FunctionHost, HostLimits
 
         allow = allow or {}
         specs = [hosted(prefix, fn, allow.get(prefix, ())) for prefix, fn in functions.items()]
@@ -564,7 +564,7 @@ class Client:
         nodes, segment s at node s mod n); `deadline` (seconds) caps how long an
         aggregation waits for stragglers.  The same contents again return the
         current version.  Returns the descriptor's fields."""
-        from .reduction.consumer import create_group
+        from icnd.reduction.consumer import create_group
 
         return await create_group(self, name, members, rendezvous=rendezvous, ops=ops,
                                   segment_bytes=segment_bytes, deadline=deadline, timeout=timeout)
@@ -580,7 +580,7 @@ class Client:
         """Make `array` member `member`'s (default: this node's name) contribution
         to `round` of `group`, served by this node (segmented, never pickled);
         all of it handed over within `timeout` seconds."""
-        from .reduction.consumer import contribute
+        from icnd.reduction.consumer import contribute
 
         return await contribute(self, group, round, array, member, timeout)
 
@@ -593,7 +593,7 @@ class Client:
         Contributions that disagree in dtype or shape raise RemoteError naming
         the odd members.  `version` picks a group version other than the
         latest (the aggregate of an old round under its old membership)."""
-        from .reduction.consumer import reduce
+        from icnd.reduction.consumer import reduce
 
         return await reduce(self, group, round, op, timeout=timeout, partial=partial, version=version)
 

@@ -16,8 +16,8 @@ import os
 import sqlite3
 from collections import OrderedDict
 
-from .codec import decode, encode
-from .packet import Data
+from icnd.codec import decode, encode
+from icnd.packet import Data
 
 
 class Repo:

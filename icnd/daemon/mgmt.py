@@ -18,21 +18,21 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 import msgpack
 import trio
 
-from .codec import decode, encode
-from .core.fib import TableFull
-from .errors import DecodeError
-from .faces import Face
-from .faces.link import LinkParams
-from .name import T_RNP, Name
-from .objects import Manifest
-from .objstore import ObjectStoreError
-from .packet import Data, Interest
-from .reduction.contrib import ReductionError
-from .reduction.group import GroupDescriptor
-from .security import DigestKey
+from icnd.codec import decode, encode
+from icnd.core.tables.fib import TableFull
+from icnd.errors import DecodeError
+from icnd.faces import Face
+from icnd.faces.link import LinkParams
+from icnd.name import T_RNP, Name
+from icnd.objects.manifest import Manifest
+from icnd.objects.store import ObjectStoreError
+from icnd.packet import Data, Interest
+from icnd.reduction.contrib import ReductionError
+from icnd.reduction.group import GroupDescriptor
+from icnd.security import DigestKey
 
 if TYPE_CHECKING:
-    from .node import Node
+    from icnd.daemon.node import Node
 
 log = logging.getLogger("icnd.mgmt")
 

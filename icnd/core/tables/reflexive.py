@@ -69,9 +69,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..name import T_RNP
-from .fib import TableFull
-from .pit import PitEntry
+from icnd.name import T_RNP
+from icnd.core.tables.fib import TableFull
+from icnd.core.tables.pit import PitEntry
 
 RF_GRACE = 1.0  # entry expiry = TI expiry + 1 s
 TI_MAX_EXTENDED_LIFETIME = 60.0  # RIs keep a TI alive at most this long after it arrived

@@ -44,9 +44,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
-from ..name import LOCALHOST, T_DIGEST, T_RNP, Name
-from ..reduction.group import REDUCE
-from ..packet import (
+from icnd.name import LOCALHOST, T_DIGEST, T_RNP, Name
+from icnd.reduction.group import REDUCE
+from icnd.packet import (
     MAX_LIFETIME_MS,
     MIN_LIFETIME_MS,
     ContentType,
@@ -56,16 +56,16 @@ from ..packet import (
     NackReason,
     Packet,
 )
-from .aggregate import AGGREGATOR_FACE, Aggregator
-from .cs import ContentStore
-from .dnl import DeadNonceList
-from .fib import Fib, FibEntry, TableFull
-from .pit import OutRecord, Pit, PitEntry
-from .reflexive import (
+from icnd.reduction.aggregate import AGGREGATOR_FACE, Aggregator
+from icnd.core.tables.cs import ContentStore
+from icnd.core.tables.dnl import DeadNonceList
+from icnd.core.tables.fib import Fib, FibEntry, TableFull
+from icnd.core.tables.pit import OutRecord, Pit, PitEntry
+from icnd.core.tables.reflexive import (
     MALFORMED, NOT_REFLEXIVE, TRIGGER, ReflexiveEntry, ReflexiveTable, classify, has_rnp,
 )
-from .strategy import BestRoute, Strategy, StrategyChoice, least_severe
-from .timers import TimerQueue
+from icnd.core.fw.strategy import BestRoute, Strategy, StrategyChoice, least_severe
+from icnd.core.timers import TimerQueue
 
 SUPPRESS_INITIAL = 0.010  # retransmission suppression, doubles per retransmission
 SUPPRESS_MAX = 0.250

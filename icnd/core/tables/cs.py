@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 from sortedcontainers import SortedList
 
-from ..codec import encode
-from ..name import T_DIGEST
-from ..packet import Data, Interest
+from icnd.codec import encode
+from icnd.name import T_DIGEST
+from icnd.packet import Data, Interest
 
 MAX_PREFIX_SCAN = 64  # can_be_prefix + must_be_fresh: stale entries skipped at most
 INDEX_IDLE_LIMIT = 200_000

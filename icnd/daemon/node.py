@@ -38,24 +38,24 @@ from typing import Any, Callable
 import msgpack
 import trio
 
-from . import __version__
-from .codec import decode, encode
-from .config import NodeConfig, resolve_socket_path
-from .core.fib import TableFull
-from .core.forwarder import Forwarder
-from .core.timers import TIMER_SLACK
-from .errors import DecodeError
-from .compute.registry import HostedFunction, hosted, load_callable
-from .compute.rice import HOST_COUNTERS, HOST_TABLES
-from .faces import Face, UdpListener, connect_face, memory_face_pair, open_listener, parse_face_uri
-from .faces.link import LinkModel, LinkParams, ShapedSender
-from .name import LOCALHOST, Name, generic
-from .packet import ContentType, Data, Interest, Nack, NackReason
-from .objstore import ObjectStore
-from .reduction.contrib import ContributionStore, GroupTable, ReductionError
-from .reduction.group import CONTRIBUTE, GroupDescriptor, MEMBER
-from .repo import Repo
-from .security import Ed25519Key, KeyChain
+from icnd import __version__
+from icnd.codec import decode, encode
+from icnd.daemon.config import NodeConfig, resolve_socket_path
+from icnd.core.tables.fib import TableFull
+from icnd.core.fw.forwarder import Forwarder
+from icnd.core.timers import TIMER_SLACK
+from icnd.errors import DecodeError
+from icnd.compute.registry import HostedFunction, hosted, load_callable
+from icnd.compute.rice import HOST_COUNTERS, HOST_TABLES
+from icnd.faces import Face, UdpListener, connect_face, memory_face_pair, open_listener, parse_face_uri
+from icnd.faces.link import LinkModel, LinkParams, ShapedSender
+from icnd.name import LOCALHOST, Name, generic
+from icnd.packet import ContentType, Data, Interest, Nack, NackReason
+from icnd.objects.store import ObjectStore
+from icnd.reduction.contrib import ContributionStore, GroupTable, ReductionError
+from icnd.reduction.group import CONTRIBUTE, GroupDescriptor, MEMBER
+from icnd.objects.repo import Repo
+from icnd.security import Ed25519Key, KeyChain
 
 log = logging.getLogger("icnd.node")
 
@@ -118,7 +118,7 @@ class Node:
         self.ready = trio.Event()
         self._functions: list[HostedFunction] = []
         self.function_host: Any = None
-        from .mgmt import Management
+        from icnd.daemon.mgmt import Management
 
         self.mgmt = Management(self)
 
@@ -203,9 +203,9 @@ class Node:
         if parsed.scheme not in ("unix", "tcp"):
             raise StartupError(f"--ndn-listen {uri}: expected unix:///path or tcp://HOST:PORT")
         try:
-            from .ndn.codec import IdlePacket, decode_ndn
-            from .ndn.face import open_ndn_listener
-            from .ndn.management import NdnManagement
+            from icnd.ndn.codec import IdlePacket, decode_ndn
+            from icnd.ndn.face import open_ndn_listener
+            from icnd.ndn.management import NdnManagement
         except ImportError as exc:
             raise StartupError(f"--ndn-listen: NDN support is not available: {exc}") from None
         self._decode_ndn = decode_ndn
@@ -295,8 +295,8 @@ class Node:
         """Host --function callables through an in-process client on a local
         memory face: the same protocol code as `Client.host`, signed with the
         node's key."""
-        from .client import Client
-        from .compute.rice import FunctionHost, HostLimits
+        from icnd.client.door import Client
+        from icnd.compute.rice import FunctionHost, HostLimits
 
         # functions that use icnd themselves (icnd.connect()) reach this node
         os.environ["ICND_SOCKET"] = os.path.abspath(self.socket_path)
@@ -331,7 +331,7 @@ class Node:
         self.faces[face.id] = face
         on_receive = self._on_receive
         if getattr(face, "wire_format", "icnd") == "ndn":
-            from .ndn.face import NdnLink
+            from icnd.ndn.face import NdnLink
 
             self._ndn_links[face.id] = NdnLink(face)
             on_receive = self._on_receive_ndn
@@ -458,7 +458,7 @@ class Node:
 
     def _ndn_command(self, face: Face, link: Any, interest: Interest, lp: Any) -> bool:
         """Answer ``/localhost/nfd`` (local faces) and ``/localhop/nfd``; False: not one of those."""
-        from .ndn.management import LOCALHOST_NFD, is_nfd_name
+        from icnd.ndn.management import LOCALHOST_NFD, is_nfd_name
 
         comps = interest.name.comps
         if not is_nfd_name(comps) or (comps[:2] == LOCALHOST_NFD and not face.local):
