@@ -9,7 +9,10 @@ Layout (see docs/protocol.md for the full table)::
 
 A name is an array of wire-form components (bin).  The *signed portion* of a
 Data is its encoding up to, not including, the final ``sig_value`` element:
-every byte of the array header and of the nine fields before it.
+every byte of the array header and of the nine fields before it.  A Data's
+encoding is cached on the packet (`Data.wire`, set by `decode`,
+`with_signature` or the first `encode`); `implicit_digest` and `full_name`
+hash it.
 
 `decode` trusts nothing: msgpack runs with explicit limits (so a claimed
 length never makes it allocate), every field's type and range is checked, and
@@ -24,10 +27,10 @@ import threading
 import msgpack
 
 from icnd.errors import DecodeError
-from icnd.name import T_PARAMS, Name, params_digest, valid_wire_comps
+from icnd.name import T_DIGEST, T_PARAMS, Name, params_digest, valid_wire_comps
 from icnd.packet import (Data, Interest, Nack, NackReason, Packet, SigType, _d_content, _d_ctype, _d_fbid, _d_fresh,
-                     _d_kl, _d_name, _d_sig, _d_stype, _d_wire, _i_cbp, _i_hint, _i_hop, _i_life, _i_mbf, _i_name,
-                     _i_nonce, _i_params, _i_wire, _new)
+                         _d_kl, _d_name, _d_sig, _d_stype, _d_wire, _i_cbp, _i_hint, _i_hop, _i_life, _i_mbf,
+                         _i_name, _i_nonce, _i_params, _i_wire, _new, new_data)
 
 VERSION = 1
 T_INTEREST = 1
@@ -123,17 +126,18 @@ def signed_portion_of_wire(data: Data) -> memoryview:
 def with_signature(data: Data, sig_value: bytes, portion: bytes) -> Data:
     """Attach `sig_value` to a Data whose signed portion is `portion`."""
     wire = portion + msgpack.packb(sig_value, use_bin_type=True)
-    return Data(
-        data.name,
-        data.content,
-        data.content_type,
-        data.freshness_ms,
-        data.final_block_id,
-        data.sig_type,
-        data.key_locator,
-        sig_value,
-        wire,
-    )
+    return new_data(data.name, data.content, data.content_type, data.freshness_ms, data.final_block_id,
+                    data.sig_type, data.key_locator, sig_value, wire)
+
+
+def implicit_digest(data: Data) -> bytes:
+    """SHA-256 of the Data's encoding: what a ``sha256digest=`` component holds."""
+    return hashlib.sha256(encode(data)).digest()
+
+
+def full_name(data: Data) -> Name:
+    """The Data's name plus its implicit digest component."""
+    return data.name.append_wire(bytes((T_DIGEST,)) + implicit_digest(data))
 
 
 def _name(comps: object, what: str) -> Name:

@@ -272,7 +272,7 @@ class Name:
     def __getitem__(self, index: int) -> Component: ...
     @overload
     def __getitem__(self, index: slice) -> "Name": ...
-    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+    def __getitem__(self, index: int | slice) -> "Component | Name":
         if isinstance(index, slice):
             return Name.from_wire(self.comps[index])
         return Component(self.comps[index])
@@ -368,11 +368,11 @@ def valid_wire_comps(comps: object) -> bool:
     if not comps:
         return True
     try:
-        total = len(b"".join(comps))  # type: ignore[arg-type]
+        total = len(b"".join(comps))
     except TypeError:
         return False
     if total > MAX_COMPONENT_BYTES + 1:  # only then can one component be over-long
-        if total > MAX_NAME_BYTES or max(map(len, comps)) > MAX_COMPONENT_BYTES + 1:  # type: ignore[arg-type]
+        if total > MAX_NAME_BYTES or max(map(len, comps)) > MAX_COMPONENT_BYTES + 1:
             return False
     return b"" not in comps
 

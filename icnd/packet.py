@@ -3,7 +3,11 @@
 Packets are frozen slotted dataclasses.  `Data.wire` caches the packet's
 encoding (set by the decoder, or by `icnd.codec.encode` on first use) so a
 Data forwarded or served from a cache is never encoded twice; it takes no
-part in equality.
+part in equality and is not an init field, so a copy made with
+``dataclasses.replace`` starts without it and encodes its own fields.
+
+This module knows values, not encodings: what needs the encoding of a
+packet (a Data's implicit digest, its full name) is in `icnd.codec`.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import secrets
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from icnd.name import Name, T_DIGEST, T_PARAMS, params_digest
+from icnd.name import Name, T_PARAMS, params_digest
 
 DEFAULT_LIFETIME_MS = 4000
 DEFAULT_HOP_LIMIT = 32
@@ -144,7 +148,10 @@ class Data:
     sig_type: int = SigType.DIGEST_SHA256
     key_locator: Name | None = None
     sig_value: bytes = b""
-    wire: bytes | None = field(default=None, compare=False, repr=False)
+    # The encoding: set by the decoder, by a signer (`icnd.codec.with_signature`)
+    # or by `icnd.codec.encode` on first use.  Not an init field, so
+    # `dataclasses.replace` never carries a stale encoding over to a changed copy.
+    wire: bytes | None = field(default=None, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if type(self.name) is not Name:
@@ -154,15 +161,6 @@ class Data:
     def signer(self) -> Name | None:
         """The name of the key that signed this Data (None for digest-only)."""
         return self.key_locator
-
-    def implicit_digest(self) -> bytes:
-        from icnd.codec import encode
-
-        return hashlib.sha256(encode(self)).digest()
-
-    def full_name(self) -> Name:
-        """The name plus its implicit digest component."""
-        return self.name.append_wire(bytes((T_DIGEST,)) + self.implicit_digest())
 
     def __repr__(self) -> str:
         return f"<Data {self.name} {len(self.content)}B type={self.content_type}>"

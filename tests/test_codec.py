@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 
 import msgpack
@@ -14,6 +15,8 @@ from icnd.codec import (
     MAX_PARAMS_SIZE,
     MAX_SIG_SIZE,
     VERSION,
+    full_name,
+    implicit_digest,
     signed_portion,
     signed_portion_of_wire,
     with_signature,
@@ -192,6 +195,22 @@ def test_wire_takes_no_part_in_equality() -> None:
     assert a == b
 
 
+def test_replace_drops_the_wire_cache() -> None:
+    """`dataclasses.replace` makes a copy that encodes its own fields, never
+    the original's cached bytes (`wire` is not an init field)."""
+    data = full_data()
+    old = encode(data)
+    changed = dataclasses.replace(data, content=b"x")
+    assert changed.wire is None
+    back = decode(encode(changed))
+    assert isinstance(back, Data)
+    assert back.content == b"x" and back == changed
+    assert encode(changed) != old
+    assert decode(old) == data  # the original keeps its own encoding
+    with pytest.raises(ValueError):
+        dataclasses.replace(data, wire=old)  # type: ignore[call-arg]  # not an init field: refused
+
+
 def test_signed_portion_is_the_encoding_minus_sig_value() -> None:
     data = full_data()
     wire = encode(data)
@@ -218,21 +237,21 @@ def test_with_signature_builds_consistent_wire() -> None:
 def test_implicit_digest() -> None:
     data = full_data()
     wire = encode(data)
-    assert data.implicit_digest() == hashlib.sha256(wire).digest()
-    full = data.full_name()
+    assert implicit_digest(data) == hashlib.sha256(wire).digest()
+    full = full_name(data)
     assert full[:-1] == data.name
     assert full[-1].type == T_DIGEST
     assert bytes(full[-1]) == hashlib.sha256(wire).digest()
     back = decode(wire)
     assert isinstance(back, Data)
-    assert back.full_name() == full
+    assert full_name(back) == full
 
 
 def test_implicit_digest_depends_on_signature() -> None:
     a = full_data()
     b = Data(a.name, a.content, a.content_type, a.freshness_ms, a.final_block_id, a.sig_type,
              a.key_locator, bytes(64))
-    assert a.implicit_digest() != b.implicit_digest()
+    assert implicit_digest(a) != implicit_digest(b)
 
 
 # --- strict decoding ------------------------------------------------------------------

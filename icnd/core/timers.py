@@ -30,7 +30,7 @@ from collections import deque
 from typing import Any, Callable
 
 Callback = Callable[[Any, float, float], None]
-# How late a shell may run due timers (`icnd.node.Node` wakes its timer task
+# How late a shell may run due timers (`icnd.daemon.node.Node` wakes its timer task
 # at the earliest deadline plus this): the timers due meanwhile are handled in
 # one pass instead of one wake-up each.  PIT expiries, retransmissions and
 # deadlines happen up to this late; the simulator keeps exact times.
@@ -76,7 +76,8 @@ class TimerQueue:
         heap = self._heap
         lanes = [(q, key[1]) for key, q in self._lanes.items() if q]
         while True:
-            best_q = best_cb = None
+            best_q: deque[tuple[float, Any]] | None = None
+            best_cb: Callback | None = None
             best = heap[0][0] if heap else _INF
             for q, cb in lanes:
                 if q and q[0][0] < best:
@@ -86,6 +87,7 @@ class TimerQueue:
             if best_q is None:
                 due, _, callback, arg = heapq.heappop(heap)
             else:
+                assert best_cb is not None  # set with best_q
                 callback = best_cb
                 # the common case: one lane, heap empty or later: drain it in a tight loop
                 limit = min(now, heap[0][0]) if heap else now

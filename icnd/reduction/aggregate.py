@@ -41,11 +41,14 @@ UDP socket buffers).  A child not answered within its RTO (SRTT + 4·RTTVAR per 
 1 s before any sample) is asked again with a new nonce, at most
 ``MAX_RETRIES`` times, backing off.
 
-The aggregator is the forwarder's face 0 (`AGGREGATOR_FACE`): child requests
-enter the Interest pipeline from it, and Data and Nacks the pipelines send to
-it come back here (`Forwarder` drains them before returning its actions), so
-child requests and results go through the PIT and Content Store like any
-other packets.
+The aggregator is the forwarder's namespace handler for ``/reduce``
+(`icnd.core.hooks`): ``Forwarder(hooks={REDUCE: Aggregator(...)})``.  The
+forwarder hands it the requests a strategy would get (`route`) and their
+Nacks (`after_nack`).  Its hook face (`face`, set by `attach`) is where
+child requests enter the Interest pipeline, and the Data and Nacks the
+pipelines send to that face come back here (`deliver`, then `process`,
+before the forwarder returns its actions), so child requests and results go
+through the PIT and Content Store like any other packets.
 """
 
 from __future__ import annotations
@@ -58,9 +61,12 @@ from typing import TYPE_CHECKING, Any, Callable
 import msgpack
 import numpy as np
 
+from icnd.core.fw.forwarder import clamp_lifetime
+from icnd.core.hooks import HOOK_FACE
+from icnd.errors import error_data
 from icnd.name import Name, generic
-from icnd.packet import ContentType, Data, Interest, Nack, NackReason, new_nonce
-from icnd.reduction.group import NODE, REDUCE, ReduceRequest, contrib_name, request_params
+from icnd.packet import ContentType, Data, Interest, Nack, NackReason, Packet, new_nonce
+from icnd.reduction.group import NODE, ReduceRequest, aggregate_prefix, contrib_name, request_params
 from icnd.reduction.segment import SegmentError, SegmentMeta, combine, nonfinite, pack, unpack
 from icnd.security import DigestKey
 
@@ -70,7 +76,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("icnd.aggregate")
 
-AGGREGATOR_FACE = 0
 MAX_RETRIES = 8
 INITIAL_RTO = 1.0
 MIN_RTO, MAX_RTO = 0.05, 1.0
@@ -136,9 +141,13 @@ class AstEntry:
 
 
 class Aggregator:
-    def __init__(self, fw: "Forwarder", *, node_name: str | None = None, max_entries: int = 1024,
+    """The aggregation table and its logic: the `icnd.core.hooks.NamespaceHandler` of ``/reduce``."""
+
+    fw: Forwarder  # set by `attach`
+
+    def __init__(self, *, node_name: str | None = None, max_entries: int = 1024,
                  max_bytes: int = 512 * 1024 * 1024, max_rounds: int = 16) -> None:
-        self.fw = fw
+        self.face = HOOK_FACE  # its hook face on `fw` (set again by `attach`)
         self.node_name = node_name  # this node's name (``/node/<name>``); None: aggregates no local members
         self.signer: Callable[[Data], Data] = _digest.sign  # signs complete aggregates made here
         self.max_entries = max_entries
@@ -146,9 +155,9 @@ class Aggregator:
         self.max_rounds = max_rounds
         self.entries: dict[tuple[bytes, ...], AstEntry] = {}
         self.children: dict[tuple[bytes, ...], Child] = {}
-        self.inbox: collections.deque[Any] = collections.deque()
+        # requests to aggregate here (from `route`), and what the pipelines sent to the hook face
+        self.inbox: collections.deque[tuple[PitEntry, ReduceRequest, Interest] | Packet] = collections.deque()
         self.bytes_used = 0
-        self.busy = False
         self.counters = dict.fromkeys(AGG_COUNTERS, 0)
         self._requests: collections.OrderedDict[bytes, ReduceRequest] = collections.OrderedDict()
         self._rtt: dict[int | None, tuple[float, float]] = {}
@@ -156,8 +165,19 @@ class Aggregator:
         self._inflight: dict[int, int] = {}  # next hop -> sub-requests outstanding on it
         self._waiting: dict[int, collections.deque[Child]] = {}  # next hop -> sub-requests queued
 
+    # --- the namespace-handler protocol (icnd.core.hooks) --------------------------------
+    def attach(self, fw: Forwarder, face: int) -> None:
+        self.fw = fw
+        self.face = face
+
+    def deliver(self, packet: Packet) -> None:
+        self.inbox.append(packet)
+
+    def pending(self) -> bool:
+        return bool(self.entries or self.children or self.inbox)
+
     # --- routing (in place of a strategy) ------------------------------------------------
-    def route(self, entry: "PitEntry", in_face: int, interest: Interest, now: float) -> None:
+    def route(self, entry: PitEntry, in_face: int, interest: Interest, now: float) -> None:
         fw = self.fw
         c = self.counters
         try:
@@ -166,7 +186,7 @@ class Aggregator:
             c["agg_malformed"] += 1
             fw.reject(entry, NackReason.MALFORMED, now, str(exc))
             return
-        if in_face == AGGREGATOR_FACE:  # one of our child sub-requests: to the hop chosen for it
+        if in_face == self.face:  # one of our child sub-requests: to the hop chosen for it
             child = self.children.get(entry.comps)
             hop = child.face if child is not None else None
             if hop is None or hop not in fw.faces:
@@ -184,16 +204,15 @@ class Aggregator:
                 c["agg_relayed"] += 1
                 fw.send_interest(entry, next(iter(remote)), interest, now)
                 return
-        fw.record_out(entry, AGGREGATOR_FACE, interest, now)
+        fw.record_out(entry, self.face, interest, now)
         self.inbox.append((entry, req, interest))
-        self.busy = True
 
-    def _toward_rendezvous(self, entry: "PitEntry", in_face: int, interest: Interest, req: ReduceRequest,
+    def _toward_rendezvous(self, entry: PitEntry, in_face: int, interest: Interest, req: ReduceRequest,
                            now: float) -> None:
         fw = self.fw
         rv = req.desc.rendezvous_for(req.seg)
         hops = [f for f in fw.eligible_nexthops(entry, in_face, fw.fib.longest_match(_node(rv)))
-                if f != AGGREGATOR_FACE]
+                if f != self.face]
         if not hops:
             fw.reject(entry, NackReason.NO_ROUTE, now, f"no route toward the rendezvous /node/{rv}")
             return
@@ -204,7 +223,7 @@ class Aggregator:
         self.counters["agg_forwarded"] += 1
         fw.send_interest(entry, hop, interest, now)
 
-    def after_nack(self, entry: "PitEntry", face: int, nack: Nack, now: float) -> None:
+    def after_nack(self, entry: PitEntry, face: int, nack: Nack, now: float) -> None:
         """A Nack for a reduction request we sent: pass it down with its reason."""
         if entry.all_out_nacked():
             self.fw.reject(entry, nack.reason, now, nack.detail)
@@ -240,7 +259,7 @@ class Aggregator:
                 fib_entry = fw.fib.longest_match(_node(node))
                 hops = fib_entry.faces if fib_entry is not None else ()
                 hop_of[node] = next((f for f in hops if f not in downstream and f in fw.faces
-                                     and f != AGGREGATOR_FACE), None)
+                                     and f != self.face), None)
             hop = hop_of[node]
             if hop is None:
                 unreachable.setdefault(node, []).append(i)
@@ -249,24 +268,25 @@ class Aggregator:
         return local, remote, unreachable
 
     # --- the inbox: requests to aggregate here, and what children answered -------------------
-    def process(self, now: float) -> None:
+    def process(self, now: float) -> bool:
         inbox = self.inbox
+        if not inbox:
+            return False
         while inbox:
             item = inbox.popleft()
-            kind = type(item)
             try:
-                if kind is tuple:
-                    self._start(*item, now)
-                elif kind is Data:
+                if isinstance(item, tuple):
+                    self._start(item[0], item[1], item[2], now)
+                elif isinstance(item, Data):
                     self._on_child_data(item, now)
-                elif kind is Nack:
+                elif isinstance(item, Nack):
                     self._on_child_nack(item, now)
             except Exception:  # a bug here must not take the forwarder down with it
                 self.counters["agg_internal_errors"] += 1
                 log.exception("aggregator: failed on %r", item)
-        self.busy = bool(self.entries or self.children)
+        return True
 
-    def _start(self, pit_entry: "PitEntry", req: ReduceRequest, interest: Interest, now: float) -> None:
+    def _start(self, pit_entry: PitEntry, req: ReduceRequest, interest: Interest, now: float) -> None:
         fw = self.fw
         key = pit_entry.comps
         lifetime = _lifetime(interest)
@@ -282,7 +302,7 @@ class Aggregator:
         problem = self._admit(req)
         if problem:
             self.counters["agg_congestion"] += 1
-            fw.on_incoming_nack(AGGREGATOR_FACE, Nack(interest.name, interest.nonce, NackReason.CONGESTION,
+            fw.on_incoming_nack(self.face, Nack(interest.name, interest.nonce, NackReason.CONGESTION,
                                                       problem), now)
             return
         self.counters["agg_entries"] += 1
@@ -351,7 +371,7 @@ class Aggregator:
             self._inflight[face] = self._inflight.get(face, 0) + 1
             child.counted, child.queued = True, False
         child.sent_at = now
-        self.fw.on_incoming_interest(AGGREGATOR_FACE, child.interest, now)
+        self.fw.on_incoming_interest(self.face, child.interest, now)
 
     def _release(self, child: Child, now: float) -> None:
         """`child` was answered or given up: its place in the window goes to the next waiting one."""
@@ -425,7 +445,6 @@ class Aggregator:
             self._retransmit_due(e, now)
             if not e.done:
                 self._arm(e)
-        self.busy = bool(self.entries or self.children or self.inbox)
 
     # --- answers from children ------------------------------------------------------------------
     def _answered(self, comps: tuple[bytes, ...]) -> Child | None:
@@ -486,6 +505,7 @@ class Aggregator:
                 e.acc = view.copy()
                 self.bytes_used += e.acc.nbytes
             elif layout == e.layout:
+                assert e.acc is not None  # set with e.layout
                 e.overflow |= combine(req.op, e.acc, view)
                 self.counters["agg_combined"] += 1
             e.contributors.update(got)
@@ -529,7 +549,6 @@ class Aggregator:
             if child.face == face and child.state == "pending":
                 self.inbox.append(Nack(child.interest.name, child.interest.nonce, NackReason.NO_ROUTE,
                                        "next hop went down"))
-                self.busy = True
 
     # --- results ----------------------------------------------------------------------------------
     def _finish(self, e: AstEntry, now: float) -> None:
@@ -545,17 +564,16 @@ class Aggregator:
         desc = req.desc
         fw = self.fw
         if e.congested:
-            fw.on_incoming_nack(AGGREGATOR_FACE, Nack(e.name, e.nonce, NackReason.CONGESTION, e.congested), now)
+            fw.on_incoming_nack(self.face, Nack(e.name, e.nonce, NackReason.CONGESTION, e.congested), now)
             return
-        body: dict[str, Any] = {}
+        extra: dict[str, Any] = {}  # a mismatch's layouts, for the parent to merge
         if e.error is None and len(e.layouts) > 1:
             e.error = ("mismatch", _mismatch(desc, e.layouts))
-            body["layouts"] = [[d, list(shape), members] for (d, shape), members in e.layouts.items()]
+            extra["layouts"] = [[d, list(shape), members] for (d, shape), members in e.layouts.items()]
         if e.error is not None:
             self.counters["agg_errors"] += 1
-            body.update(code=e.error[0], message=e.error[1])
-            error = _digest.sign(Data(e.name, msgpack.packb(body), ContentType.ERROR, freshness_ms=0))
-            fw.on_incoming_data(AGGREGATOR_FACE, error, now)
+            error = _digest.sign(error_data(e.name, e.error[0], e.error[1], **extra))
+            fw.on_incoming_data(self.face, error, now)
             return
         missing = set(req.members()) - e.contributors
         if missing and not (req.partial and e.contributors):
@@ -563,7 +581,7 @@ class Aggregator:
             why = "; ".join(e.problems) if e.problems else "no answer by the deadline"
             detail = (f"round {req.round} segment {req.seg} of {desc.group} is incomplete: "
                       f"no contribution from {', '.join(desc.member_ids(sorted(missing)))} ({why})")
-            fw.on_incoming_nack(AGGREGATOR_FACE, Nack(e.name, e.nonce, NackReason.NOT_YET, detail[:1000]), now)
+            fw.on_incoming_nack(self.face, Nack(e.name, e.nonce, NackReason.NOT_YET, detail[:1000]), now)
             return
         assert e.acc is not None and e.layout is not None
         partial = bool(missing)
@@ -577,7 +595,7 @@ class Aggregator:
             self.counters["agg_results"] += 1
             data = Data(e.name, content, ContentType.AGGREGATE, freshness_ms=AGGREGATE_FRESHNESS_MS)
             data = self.signer(data) if req.subset is None else _digest.sign(data)
-        fw.on_incoming_data(AGGREGATOR_FACE, data, now)
+        fw.on_incoming_data(self.face, data, now)
 
     # --- RTT per next hop (RFC 6298) ---------------------------------------------------------------
     def _sample(self, face: int | None, rtt: float) -> None:
@@ -604,14 +622,10 @@ def _node(node: str) -> tuple[bytes, ...]:
 
 
 def _request_comps(req: ReduceRequest) -> tuple[bytes, ...]:
-    from icnd.reduction.group import aggregate_prefix
-
     return aggregate_prefix(req.desc.group, req.op, req.round, req.seg).comps[1:5]
 
 
 def _lifetime(interest: Interest) -> float:
-    from icnd.core.fw.forwarder import clamp_lifetime
-
     return clamp_lifetime(interest.lifetime_ms)
 
 

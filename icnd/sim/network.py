@@ -28,6 +28,11 @@ Data tracing: each Data in flight carries a trace ``(origin, node, ...)``
 Content Store answered), extended by every node that forwards it; `Fetch`
 keeps the trace of the Data that satisfied it (`Fetch.path`, `Fetch.origin`).
 The trace rides beside the encoded packet, never inside it.
+
+Namespace handlers (`icnd.core.hooks`, e.g. in-network aggregation) are the
+caller's: ``SimNetwork(hooks=lambda node: {REDUCE: Aggregator(node_name=node)})``
+builds each node's forwarder (and a restarted one's) with the handlers that
+function returns for the node's name.
 """
 
 from __future__ import annotations
@@ -36,10 +41,12 @@ import heapq
 import itertools
 import random
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from functools import partial
+from typing import Any, Callable, Mapping
 
 from icnd.codec import decode, encode
-from icnd.core.fw.forwarder import Forwarder
+from icnd.core.fw.forwarder import Forwarder, Send
+from icnd.core.hooks import NamespaceHandler
 from icnd.faces.link import LinkModel, LinkParams
 from icnd.name import Name
 from icnd.packet import DEFAULT_HOP_LIMIT, Data, Interest, Nack, Packet
@@ -158,7 +165,7 @@ class SimNode:
             out_trace = None
         self.dispatch(actions, out_trace)
 
-    def dispatch(self, actions, trace: Trace | None = None) -> None:
+    def dispatch(self, actions: list[Send], trace: Trace | None = None) -> None:
         net = self.net
         for face, packet in actions:
             wire = encode(packet)
@@ -167,8 +174,7 @@ class SimNode:
                 link, peer, peer_face = self.peers[face]
                 net.transmit(link, peer, peer_face, wire, t, self._out_models[face])
             elif face in self.apps:
-                app = self.apps[face]
-                net.at(net.now, lambda app=app, wire=wire, t=t: app._deliver(wire, t))
+                net.at(net.now, partial(self.apps[face]._deliver, wire, t))
         net.arm_timer(self)
 
 
@@ -278,13 +284,12 @@ class Fetch:
         if self.done:
             return
         if isinstance(packet, Data):
-            matches = packet.name == self.name or (self.can_be_prefix and self.name.is_prefix_of(packet.name))
-        else:
-            matches = isinstance(packet, Nack) and packet.name == self.name and packet.nonce == self._nonce
-        if matches:
-            self.result = packet
-            if isinstance(packet, Data):
+            if packet.name == self.name or (self.can_be_prefix and self.name.is_prefix_of(packet.name)):
+                self.result = packet
                 self.trace = trace
+                self._finish()
+        elif isinstance(packet, Nack) and packet.name == self.name and packet.nonce == self._nonce:
+            self.result = packet
             self._finish()
 
     def _finish(self) -> None:
@@ -312,8 +317,13 @@ class Fetch:
         return self.trace[0] if self.trace else None
 
 
+Hooks = Callable[[str], Mapping[bytes, NamespaceHandler]]
+
+
 class SimNetwork:
-    def __init__(self, seed: int = 0, **forwarder_options) -> None:
+    def __init__(self, seed: int = 0, *, hooks: Hooks | None = None, **forwarder_options: Any) -> None:
+        """`hooks(node_name)`: the namespace handlers of that node's forwarder;
+        `forwarder_options`: the other `Forwarder` arguments, for every node."""
         self.now = 0.0
         self.seed = seed
         self.rng = random.Random(seed)  # derives per-link loss seeds, in link order
@@ -324,19 +334,21 @@ class SimNetwork:
         self._events: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = itertools.count()
         self._fw_options = forwarder_options
+        self._hooks = hooks
         self.packets_delivered = 0  # packets handed to a live node or application
         self.events = 0  # events processed by `run`
         self._stop = False
 
     # --- building ---------------------------------------------------------------------
-    def new_forwarder(self) -> Forwarder:
-        return Forwarder(**self._fw_options)
+    def new_forwarder(self, name: str) -> Forwarder:
+        """A fresh forwarder for node `name`."""
+        hooks = self._hooks(name) if self._hooks is not None else None
+        return Forwarder(hooks=hooks, **self._fw_options)
 
     def add_node(self, name: str) -> SimNode:
         if name in self.nodes:
             raise ValueError(f"duplicate node {name!r}")
-        node = self.nodes[name] = SimNode(self, name, self.new_forwarder())
-        node.fw.aggregator.node_name = name  # the node is /node/<name> for reduction
+        node = self.nodes[name] = SimNode(self, name, self.new_forwarder(name))
         return node
 
     def link(self, a: str, b: str, *, delay: float = 0.001, loss: float = 0.0, bandwidth_mbps: float = 0,
@@ -394,11 +406,11 @@ class SimNetwork:
         """Bring ``name`` back with a fresh forwarder (same faces and FIB, empty PIT/CS/counters)."""
         node = self.nodes[name]
         old = node.fw
-        fw = self.new_forwarder()
+        fw = self.new_forwarder(name)
         fw.fib = old.fib
         for face, info in old.faces.items():
-            fw.add_face(face, local=info.local)
-        fw.aggregator.node_name = name
+            if face not in fw.faces:  # hook faces are the new forwarder's own
+                fw.add_face(face, local=info.local)
         node.fw = fw
         node.timer_at = None
         node.alive = True

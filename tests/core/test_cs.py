@@ -1,8 +1,8 @@
-"""Unit tests for the Content Store (icnd.core.cs)."""
+"""Unit tests for the Content Store (icnd.core.tables.cs)."""
 
 from __future__ import annotations
 
-from icnd.codec import encode
+from icnd.codec import encode, full_name
 from icnd.core.tables.cs import ContentStore
 from icnd.name import Name
 from icnd.packet import Data, Interest
@@ -22,10 +22,10 @@ def interest(uri: str | Name, cbp: bool = False, mbf: bool = False) -> Interest:
 
 
 def check_invariants(cs: ContentStore) -> None:
-    assert cs.bytes_used == sum(e.size for e in cs._lru.values())
+    assert cs.bytes_used == sum(e.size for e in cs.by_name.values())
     assert cs.bytes_used <= cs.capacity_bytes
-    assert list(cs._ordered()) == sorted(cs._lru)
-    assert len(cs) == len(cs._lru) == len(cs._ordered())
+    assert list(cs._ordered()) == sorted(cs.by_name)
+    assert len(cs) == len(cs.by_name) == len(cs._ordered())
 
 
 # --- exact ---------------------------------------------------------------------------
@@ -145,22 +145,22 @@ def test_implicit_digest_lookup():
     cs = ContentStore(10_000)
     d = data("/a/b", b"payload")
     cs.insert(d, 0.0)
-    assert cs.lookup(interest(d.full_name()), 0.0) is d
+    assert cs.lookup(interest(full_name(d)), 0.0) is d
     wrong = Name("/a/b").append("sha256digest=" + "00" * 32)
     assert cs.lookup(interest(wrong), 0.0) is None
     other = data("/a/b", b"other payload")
-    assert cs.lookup(interest(other.full_name()), 0.0) is None
+    assert cs.lookup(interest(full_name(other)), 0.0) is None
     # the digest of a different name does not match either
-    assert cs.lookup(interest(data("/a/c", b"payload").full_name()), 0.0) is None
+    assert cs.lookup(interest(full_name(data("/a/c", b"payload"))), 0.0) is None
 
 
 def test_implicit_digest_lookup_respects_must_be_fresh():
     cs = ContentStore(10_000)
     d = data("/a", b"payload", freshness_ms=1000)
     cs.insert(d, 0.0)
-    assert cs.lookup(interest(d.full_name(), mbf=True), 0.5) is d
-    assert cs.lookup(interest(d.full_name(), mbf=True), 2.0) is None
-    assert cs.lookup(interest(d.full_name()), 2.0) is d
+    assert cs.lookup(interest(full_name(d), mbf=True), 0.5) is d
+    assert cs.lookup(interest(full_name(d), mbf=True), 2.0) is None
+    assert cs.lookup(interest(full_name(d)), 2.0) is d
 
 
 # --- LRU eviction by bytes --------------------------------------------------------------
@@ -222,7 +222,7 @@ def test_digest_lookup_refreshes_recency():
     cs.insert(a, 0.0)
     cs.insert(b, 1.0)
     cs.insert(c, 2.0)
-    assert cs.lookup(interest(a.full_name()), 3.0) is a
+    assert cs.lookup(interest(full_name(a)), 3.0) is a
     cs.insert(d, 4.0)
     assert cs.lookup(interest(b.name), 5.0) is None
     assert cs.lookup(interest(a.name), 5.0) is a

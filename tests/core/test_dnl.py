@@ -1,4 +1,4 @@
-"""Unit tests for the dead-nonce list (icnd.core.dnl)."""
+"""Unit tests for the dead-nonce list (icnd.core.tables.dnl)."""
 
 from __future__ import annotations
 

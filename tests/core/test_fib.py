@@ -1,4 +1,4 @@
-"""Unit tests for the Forwarding Information Base (icnd.core.fib)."""
+"""Unit tests for the Forwarding Information Base (icnd.core.tables.fib)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The load-balance strategy (icnd.core.strategy.LoadBalance) and the
+"""The load-balance strategy (icnd.core.fw.load_balance.LoadBalance) and the
 forwarder's observation hooks, driven with explicit faces and times."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 
 from icnd import Data, Interest, Nack, NackReason, Name
 from icnd.core.fw.forwarder import Forwarder, Send
-from icnd.core.fw.strategy import (
-    LB_BUSY_BASE, LB_MIN_RTT, STRATEGIES, BestRoute, LoadBalance, StrategyChoice,
-)
+from icnd.core.fw.best_route import BestRoute
+from icnd.core.fw.load_balance import LB_BUSY_BASE, LB_MIN_RTT, LoadBalance
+from icnd.core.fw.strategy_choice import STRATEGIES, StrategyChoice
 from icnd.name import rnp
 
 APP, UP1, UP2, UP3, DOWN2 = 1, 2, 3, 4, 5
@@ -386,7 +386,7 @@ def test_simulated_topology_uses_load_balance_for_function_prefixes(monkeypatch)
     assert function_route_prefixes(spec, derive_routes(spec)) == ["/fn/f"]
     built: list[Forwarder] = []
     real = SimNetwork.new_forwarder
-    monkeypatch.setattr(SimNetwork, "new_forwarder", lambda self: built.append(real(self)) or built[-1])
+    monkeypatch.setattr(SimNetwork, "new_forwarder", lambda self, name: built.append(real(self, name)) or built[-1])
     report = simulate(spec, [("c", "h2")], scenario=[("restart", "r", 0.5), ("fetch", "c", "h1", 1.0)],
                       routes="full")
     assert report.ok

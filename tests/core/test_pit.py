@@ -1,9 +1,10 @@
-"""Unit tests for the Pending Interest Table (icnd.core.pit)."""
+"""Unit tests for the Pending Interest Table (icnd.core.tables.pit)."""
 
 from __future__ import annotations
 
 import pytest
 
+from icnd.codec import full_name
 from icnd.core.tables.fib import TableFull
 from icnd.core.fw.forwarder import Forwarder
 from icnd.core.tables.pit import OutRecord, Pit
@@ -215,7 +216,7 @@ def test_match_data_can_be_prefix():
 def test_match_data_implicit_digest():
     pit = Pit()
     data = Data(Name("/a/b"), b"payload", freshness_ms=1000)
-    full = data.full_name()
+    full = full_name(data)
     assert len(full) == len(data.name) + 1
     by_digest = pit.insert(interest(full))
     wrong = pit.insert(interest(Name("/a/b").append("sha256digest=" + "00" * 32)))

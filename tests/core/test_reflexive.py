@@ -1,4 +1,4 @@
-"""Reflexive forwarding in the core (rules: icnd/core/reflexive.py), one rule
+"""Reflexive forwarding in the core (rules: icnd/core/tables/reflexive.py), one rule
 per test, driven with explicit faces and times."""
 
 from __future__ import annotations
@@ -424,7 +424,7 @@ def test_table_bounds_and_face_removal() -> None:
     assert table.face_entries(DOWN2) == 0 and table.face_entries(APP) == 1
     table.remove(a)
     table.remove(a)  # twice is harmless
-    assert len(table) == 0 and table._per_face == {}
+    assert len(table) == 0 and table.per_face == {}
 
 
 # --- random sequences keep the invariants ---------------------------------------------------------
@@ -460,7 +460,7 @@ def check_reflexive(fw: Forwarder, now: float) -> None:
         assert ti_entry.expiry <= max(rf.created + TI_MAX_EXTENDED_LIFETIME, now + 4.0)
         for f in rf.consumer_faces:
             per_face[f] = per_face.get(f, 0) + 1
-    assert fw.rf._per_face == per_face
+    assert fw.rf.per_face == per_face
     for e in fw.pit:
         if e.comps[-1][0] == T_RNP and e.comps[0][0] != T_RNP:
             rf = fw.rf.get(e.comps[-1])
@@ -507,4 +507,4 @@ def test_random_exchanges_keep_the_invariants(ops) -> None:
             fw.add_route(Name("/fn"), UP2, 2)
         check_reflexive(fw, now)
     fw.on_timer(now + 1000.0)
-    assert len(fw.pit) == 0 and len(fw.rf) == 0 and fw.rf._per_face == {}
+    assert len(fw.pit) == 0 and len(fw.rf) == 0 and fw.rf.per_face == {}

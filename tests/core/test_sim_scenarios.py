@@ -1,4 +1,4 @@
-"""Multi-forwarder scenarios on the virtual clock (icnd.sim)."""
+"""Multi-forwarder scenarios on the virtual clock (icnd.sim.network)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,13 @@
-"""Unit tests for the per-prefix strategy choice (icnd.core.strategy)."""
+"""Unit tests for the per-prefix strategy choice (icnd.core.fw.strategy_choice)."""
 
 from __future__ import annotations
 
 import pytest
 
 from icnd.core.tables.fib import TableFull
-from icnd.core.fw.strategy import STRATEGIES, BestRoute, Multicast, StrategyChoice
+from icnd.core.fw.best_route import BestRoute
+from icnd.core.fw.multicast import Multicast
+from icnd.core.fw.strategy_choice import STRATEGIES, StrategyChoice
 from icnd.name import Name
 
 

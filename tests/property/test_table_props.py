@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from icnd.codec import encode
+from icnd.codec import encode, full_name
 from icnd.core.tables.cs import ContentStore, data_size
 from icnd.core.tables.fib import Fib, TableFull
 from icnd.core.fw.forwarder import Forwarder
@@ -54,18 +54,18 @@ class ContentStoreMachine(RuleBasedStateMachine):
             else:
                 assert found.name == name
             if mbf:
-                entry = self.cs._lru[found.name.comps]
+                entry = self.cs.by_name[found.name.comps]
                 assert entry.fresh_until > self.now
             # a hit makes it the most recently used
-            assert next(reversed(self.cs._lru)) == found.name.comps
+            assert next(reversed(self.cs.by_name)) == found.name.comps
         elif not cbp and not mbf:
-            assert name.comps not in self.cs._lru
+            assert name.comps not in self.cs.by_name
 
     @rule(name=name_st)
     def erase(self, name):
-        expected = sum(1 for k in self.cs._lru if k[: len(name.comps)] == name.comps)
+        expected = sum(1 for k in self.cs.by_name if k[: len(name.comps)] == name.comps)
         assert self.cs.erase(name.comps) == expected
-        assert not any(k[: len(name.comps)] == name.comps for k in self.cs._lru)
+        assert not any(k[: len(name.comps)] == name.comps for k in self.cs.by_name)
 
     @rule(dt=st.sampled_from([0.0, 0.05, 0.5, 2.0]))
     def advance(self, dt):
@@ -74,17 +74,17 @@ class ContentStoreMachine(RuleBasedStateMachine):
     @invariant()
     def bytes_accounted(self):
         cs = self.cs
-        assert cs.bytes_used == sum(e.size for e in cs._lru.values())
+        assert cs.bytes_used == sum(e.size for e in cs.by_name.values())
         assert cs.bytes_used <= cs.capacity_bytes
-        for e in cs._lru.values():
+        for e in cs.by_name.values():
             assert e.size == data_size(e.data)
 
     @invariant()
     def lru_and_index_agree(self):
         cs = self.cs
-        assert list(cs._ordered()) == sorted(cs._lru)
+        assert list(cs._ordered()) == sorted(cs.by_name)
         assert len(cs._ordered()) == len(set(cs._ordered()))
-        for key, e in cs._lru.items():
+        for key, e in cs.by_name.items():
             assert e.data.name.comps == key
 
 
@@ -285,14 +285,15 @@ def check_pit(fw: Forwarder) -> None:
         for face, rec in e.in_records.items():
             per_face[face] = per_face.get(face, 0) + 1
             assert e.expiry >= rec.expiry
-    for face in set(per_face) | set(pit._per_face) | set(FACES):
+    for face in set(per_face) | set(pit.per_face) | set(FACES):
         assert pit.face_records(face) == per_face.get(face, 0)
         assert pit.face_records(face) <= PIT_MAX_PER_FACE
-    assert 0 not in pit._per_face.values()
-    assert pit._cbp == sum(1 for e in entries if e.interest.can_be_prefix)
+    assert 0 not in pit.per_face.values()
+    assert pit.prefix_entries == sum(1 for e in entries if e.interest.can_be_prefix)
+    assert pit.digest_entries == sum(1 for e in entries if e.comps and e.comps[-1][0] == T_DIGEST)
     cs = fw.cs
-    assert cs.bytes_used == sum(e.size for e in cs._lru.values()) <= cs.capacity_bytes
-    assert list(cs._ordered()) == sorted(cs._lru)
+    assert cs.bytes_used == sum(e.size for e in cs.by_name.values()) <= cs.capacity_bytes
+    assert list(cs._ordered()) == sorted(cs.by_name)
 
 
 def run_timers(fw: Forwarder, now: float) -> None:
@@ -327,7 +328,7 @@ def run_ops(ops, fast_best_route: bool = True) -> Forwarder:
                 check_pit(fw)
         elif kind == "digest_interest":
             _, face, name, nonce = op
-            full = Data(name, b"d" * 20, freshness_ms=1000).full_name()
+            full = full_name(Data(name, b"d" * 20, freshness_ms=1000))
             fw.on_packet(face, Interest(full, nonce=nonce, lifetime_ms=1000), now)
         elif kind == "reply":
             _, idx, out_idx, what, reason = op

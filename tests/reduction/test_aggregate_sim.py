@@ -12,9 +12,11 @@ import numpy as np
 import pytest
 
 from icnd.codec import encode
+from icnd.core.fw.forwarder import Forwarder
 from icnd.name import Name
 from icnd.packet import ContentType, Data, Interest, Nack, NackReason
-from icnd.reduction.group import GroupDescriptor, parse_contrib_name, reduce_interest
+from icnd.reduction.aggregate import Aggregator
+from icnd.reduction.group import REDUCE, GroupDescriptor, parse_contrib_name, reduce_interest
 from icnd.reduction.segment import SegmentMeta, pack, plan, unpack
 from icnd.security import DigestKey
 from icnd.sim.network import SimNetwork
@@ -24,6 +26,13 @@ LINKS = [("r", "a1"), ("r", "a2"), ("a1", "w1"), ("a1", "w2"), ("a1", "w3"), ("a
          ("a1", "a2")]
 NODES = ["r", "a1", "a2"] + MEMBERS
 DIGEST = DigestKey()
+
+
+def aggregator_of(fw: Forwarder) -> Aggregator:
+    """The node's aggregator: its forwarder's namespace handler for /reduce."""
+    agg = fw.hooks[REDUCE]
+    assert isinstance(agg, Aggregator)
+    return agg
 
 
 def segments_of(array: np.ndarray, seg_bytes: int) -> list[tuple[SegmentMeta, np.ndarray]]:
@@ -40,7 +49,7 @@ class Tree:
                                            deadline_ms=deadline_ms)
         self.wire = encode(DIGEST.sign(self.desc.to_data()))
         self.arrays = dict(arrays)
-        self.net = net = SimNetwork(seed=7, **fw_options)
+        self.net = net = SimNetwork(seed=7, hooks=lambda node: {REDUCE: Aggregator(node_name=node)}, **fw_options)
         for n in NODES:
             net.add_node(n)
         face: dict[tuple[str, str], int] = {}
@@ -102,7 +111,7 @@ class Tree:
         return got[0]
 
     def counters(self, node: str) -> dict[str, int]:
-        return dict(self.net.nodes[node].fw.aggregator.counters)
+        return dict(aggregator_of(self.net.nodes[node].fw).counters)
 
 
 def decode_result(tree: Tree, data: Data) -> tuple[SegmentMeta, np.ndarray]:
@@ -276,7 +285,7 @@ def test_segment_roots_are_spread_over_rendezvous_nodes():
 
 def test_too_many_rounds_is_congestion():
     tree = Tree({m: np.ones(4, np.int64) for m in MEMBERS if m != "w5"})
-    tree.net.nodes["r"].fw.aggregator.max_rounds = 2
+    aggregator_of(tree.net.nodes["r"].fw).max_rounds = 2
     for rnd in (1, 2):
         tree.request("r", rnd=rnd, lifetime_ms=3000)  # both wait for w5
     tree.net.run(until=0.1)
@@ -309,7 +318,7 @@ def test_aggregator_state_is_released():
     tree.reduce("w1", lifetime_ms=500)
     tree.net.run(until=20)
     for n in NODES:
-        agg = tree.net.nodes[n].fw.aggregator
+        agg = aggregator_of(tree.net.nodes[n].fw)
         assert not agg.entries and not agg.children and agg.bytes_used == 0
         assert len(tree.net.nodes[n].fw.pit) == 0
 
@@ -355,11 +364,11 @@ def test_late_timer_near_the_deadline_does_not_spin():
     app, interest = tree.request("w1", lifetime_ms=2000)
     tree.net.run(until=0.5)
     fw = tree.net.nodes["a2"].fw
-    (entry,) = fw.aggregator.entries.values()
+    (entry,) = aggregator_of(fw).entries.values()
     (child,) = entry.pending()
     child.sent_at, child.rto = entry.deadline - 0.105, 0.1  # due 5 ms before the deadline
     entry.timer_at = float("inf")
-    fw.aggregator._arm(entry)
+    aggregator_of(fw)._arm(entry)
     calls = []
     schedule = fw.schedule
 
@@ -378,7 +387,7 @@ def test_late_timer_near_the_deadline_does_not_spin():
 def test_sub_requests_are_paced_per_next_hop():
     arrays = arrays_of(np.float32, n=2048)
     tree = Tree(arrays, seg_bytes=1024)  # 8 segments
-    root = tree.net.nodes["r"].fw.aggregator
+    root = aggregator_of(tree.net.nodes["r"].fw)
     root.window = 1
     most = []
     send = root._send
@@ -399,7 +408,7 @@ def test_sub_requests_are_paced_per_next_hop():
 
 def test_an_aggregator_bug_is_counted_not_fatal(monkeypatch, caplog):
     tree = Tree(arrays_of(np.int64))
-    agg = tree.net.nodes["r"].fw.aggregator
+    agg = aggregator_of(tree.net.nodes["r"].fw)
 
     def broken(*args):
         raise RuntimeError("boom")

@@ -14,18 +14,25 @@ Pipelines (read in this order):
 - Interest: `on_incoming_interest` -> scope and hop-limit checks -> dead-nonce
   and PIT loop checks -> `on_content_store_hit` / `on_content_store_miss` ->
   strategy -> `send_interest` (the outgoing-Interest pipeline) or `reject`.
+  A new entry under best-route (``Strategy.sends_new_to_cheapest``) takes a
+  composed fast path in `on_content_store_miss` instead (`fast_best_route`).
 - Data: `on_incoming_data` -> PIT match (only entries with an out-record on
   the arrival face) -> Content Store insert -> Data to every in-record face;
   no match -> `on_data_unsolicited` (dropped, counted, not cached).
 - Nack: `on_incoming_nack` -> the entry whose out-record carries that nonce
   -> strategy (try another hop, or pass the least severe reason down).
+- Namespace handlers (`icnd.core.hooks`, given at construction): where the
+  Interest and Nack pipelines would ask a strategy, a name whose first
+  component has a handler goes to the handler instead (`route`,
+  `after_nack`); what the pipelines send to a handler's hook face is handed
+  to it before the actions are returned (`_run_hooks`).
 - Expiry: `on_interest_expiry` from the one timer heap when the last
   in-record has expired; nonces go to the dead-nonce list.
 - Observing strategies (``Strategy.observes``, e.g. load-balance) also hear
   of satisfied entries (`after_receive_data`), expired ones
   (`on_interest_timeout`) and dead faces (`on_face_down`); while no prefix
   uses one, this costs one flag test per Data and per expiry.
-- Reflexive forwarding (rules in `icnd.core.reflexive`): a name with an
+- Reflexive forwarding (rules in `icnd.core.tables.reflexive`): a name with an
   ``rnp=`` component leaves the Interest pipeline at the Content Store miss
   (it cannot hit: Data with an RNP is never cached) or at the PIT match for
   `on_incoming_reflexive_interest`, which Nacks a misplaced RNP and hands
@@ -36,16 +43,34 @@ Pipelines (read in this order):
   Content Store miss and per solicited Data, nothing on a Content Store hit.
 
 `/localhost` names are accepted only from local faces (an Interest from any
-other face is Nacked *prohibited*) and only sent to local faces.  Every decision that drops a packet increments a counter.
+other face is Nacked *prohibited*) and only sent to local faces.  Every
+decision that drops a packet increments a counter.
+
+The fast paths read other tables' public, read-only state (`Pit.by_name`,
+`ContentStore.by_name`, `DeadNonceList.records`, ...) instead of calling
+their methods where that saves a call per packet; each inlined path names
+the method it stands for, and the property tests compare the composed
+best-route path with the general one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from dataclasses import dataclass, fields
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
+from icnd.core.fw.best_route import BestRoute
+from icnd.core.fw.strategy import Strategy, least_severe
+from icnd.core.fw.strategy_choice import StrategyChoice
+from icnd.core.hooks import HOOK_FACE, NamespaceHandler
+from icnd.core.tables.cs import ContentStore
+from icnd.core.tables.dnl import DeadNonceList
+from icnd.core.tables.fib import Fib, FibEntry, TableFull
+from icnd.core.tables.pit import OutRecord, Pit, PitEntry
+from icnd.core.tables.reflexive import (
+    MALFORMED, NOT_REFLEXIVE, TRIGGER, ReflexiveEntry, ReflexiveTable, classify, has_rnp,
+)
+from icnd.core.timers import TimerQueue
 from icnd.name import LOCALHOST, T_DIGEST, T_RNP, Name
-from icnd.reduction.group import REDUCE
 from icnd.packet import (
     MAX_LIFETIME_MS,
     MIN_LIFETIME_MS,
@@ -56,16 +81,6 @@ from icnd.packet import (
     NackReason,
     Packet,
 )
-from icnd.reduction.aggregate import AGGREGATOR_FACE, Aggregator
-from icnd.core.tables.cs import ContentStore
-from icnd.core.tables.dnl import DeadNonceList
-from icnd.core.tables.fib import Fib, FibEntry, TableFull
-from icnd.core.tables.pit import OutRecord, Pit, PitEntry
-from icnd.core.tables.reflexive import (
-    MALFORMED, NOT_REFLEXIVE, TRIGGER, ReflexiveEntry, ReflexiveTable, classify, has_rnp,
-)
-from icnd.core.fw.strategy import BestRoute, Strategy, StrategyChoice, least_severe
-from icnd.core.timers import TimerQueue
 
 SUPPRESS_INITIAL = 0.010  # retransmission suppression, doubles per retransmission
 SUPPRESS_MAX = 0.250
@@ -74,10 +89,6 @@ UNCACHED_TYPES = frozenset({ContentType.NACK, ContentType.ERROR, ContentType.THU
 # A name whose greatest component is >= this has a component of type >= T_RNP
 # (components compare by type byte first): the one reflexive test per packet.
 RNP_MIN = bytes((T_RNP,))
-# Strategies that may send one Interest to several next hops; trigger
-# Interests use best-route instead (one host per call).  load-balance sends
-# every Interest to exactly one hop, so trigger Interests use it as it is.
-MULTIPATH_STRATEGIES = frozenset({"multicast"})
 
 
 class Send(NamedTuple):
@@ -90,28 +101,52 @@ class Send(NamedTuple):
 _send = tuple.__new__
 
 
-COUNTER_NAMES = (
-    # the names interface.md §8 promises, then the rest
-    "interests_in", "interests_out", "data_in", "data_out", "nacks_in", "nacks_out",
-    "cs_hits", "cs_misses", "unsolicited_data", "decode_errors", "pit_aggregated",
-    "pit_expired", "pit_satisfied", "pit_full", "duplicate_nonces", "dead_nonce_hits",
-    "retx_suppressed", "retransmissions", "hop_limit_drops", "scope_violations",
-    "no_route", "unsolicited_nacks", "cs_inserts", "unknown_face_drops",
-    # reflexive forwarding (icnd.core.reflexive)
-    "rf_entries_created", "rf_miss", "rf_wrong_ingress", "rf_prohibited", "rf_killed",
-    "rf_extended", "rf_collisions", "rf_full", "rf_ri_limit", "rnp_malformed",
-)
-
-
+@dataclass(slots=True)
 class Counters:
-    __slots__ = COUNTER_NAMES
+    """The forwarder's counters, in the order status output lists them."""
 
-    def __init__(self) -> None:
-        for n in COUNTER_NAMES:
-            setattr(self, n, 0)
+    # the names interface.md §8 promises, then the rest
+    interests_in: int = 0
+    interests_out: int = 0
+    data_in: int = 0
+    data_out: int = 0
+    nacks_in: int = 0
+    nacks_out: int = 0
+    cs_hits: int = 0
+    cs_misses: int = 0
+    unsolicited_data: int = 0
+    decode_errors: int = 0
+    pit_aggregated: int = 0
+    pit_expired: int = 0
+    pit_satisfied: int = 0
+    pit_full: int = 0
+    duplicate_nonces: int = 0
+    dead_nonce_hits: int = 0
+    retx_suppressed: int = 0
+    retransmissions: int = 0
+    hop_limit_drops: int = 0
+    scope_violations: int = 0
+    no_route: int = 0
+    unsolicited_nacks: int = 0
+    cs_inserts: int = 0
+    unknown_face_drops: int = 0
+    # reflexive forwarding (icnd.core.tables.reflexive)
+    rf_entries_created: int = 0
+    rf_miss: int = 0
+    rf_wrong_ingress: int = 0
+    rf_prohibited: int = 0
+    rf_killed: int = 0
+    rf_extended: int = 0
+    rf_collisions: int = 0
+    rf_full: int = 0
+    rf_ri_limit: int = 0
+    rnp_malformed: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return {n: getattr(self, n) for n in COUNTER_NAMES}
+
+
+COUNTER_NAMES = tuple(f.name for f in fields(Counters))
 
 
 @dataclass(slots=True)
@@ -140,7 +175,10 @@ class Forwarder:
         default_strategy: str = "best-route",
         rf_max_entries: int = 65536,
         rf_max_per_face: int = 256,
+        hooks: Mapping[bytes, NamespaceHandler] | None = None,
     ) -> None:
+        """`hooks`: namespace handlers by first name component (wire form),
+        see `icnd.core.hooks`."""
         self.fib = Fib(max_entries=fib_max_entries)
         self.pit = Pit(max_entries=pit_max_entries, max_per_face=pit_max_per_face)
         self.cs = ContentStore(cs_capacity_bytes)
@@ -150,8 +188,7 @@ class Forwarder:
         self.rf = ReflexiveTable(rf_max_entries, rf_max_per_face)
         self._single_path = BestRoute()
         self.counters = Counters()
-        self.faces: dict[int, FaceInfo] = {AGGREGATOR_FACE: FaceInfo(True)}
-        self.aggregator = self._agg = Aggregator(self)
+        self.faces: dict[int, FaceInfo] = {}
         self.timers = TimerQueue()
         self._expiry_timer = self._on_expiry_timer  # one bound method: it keys the timer lanes
         # the composed best-route path of on_content_store_miss (False: always the
@@ -159,6 +196,18 @@ class Forwarder:
         self.fast_best_route = True
         self._out: list[Send] = []
         self._dnl_sweep_at: float | None = None
+        # namespace handlers (icnd.core.hooks); `hooks` is read-only after construction
+        self.hooks: dict[bytes, NamespaceHandler] = dict(hooks or {})
+        self._handlers: tuple[NamespaceHandler, ...] = tuple({id(h): h for h in self.hooks.values()}.values())
+        self._hook_faces: dict[int, NamespaceHandler] = {}
+        self._hooks_busy = False  # a handler may have work: run _run_hooks before returning actions
+        # first components whose Interests never take the composed best-route path
+        self._not_fast = frozenset(self.hooks) | {LOCALHOST}
+        for i, handler in enumerate(self._handlers):
+            face = HOOK_FACE - i
+            self.faces[face] = FaceInfo(True)
+            self._hook_faces[face] = handler
+            handler.attach(self, face)
 
     # --- faces ----------------------------------------------------------------
     def add_face(self, face: int, *, local: bool = False) -> None:
@@ -172,7 +221,10 @@ class Forwarder:
         self.fib.remove_face(face)
         self.rf.remove_face(face)
         self.strategies.face_down(face)
-        self.aggregator.on_face_down(face, now)
+        if self._handlers:
+            for handler in self._handlers:
+                handler.on_face_down(face, now)
+            self._hooks_busy = True
         for entry in list(self.pit):
             if face in entry.in_records:
                 self.pit.remove_in_record(entry, face)
@@ -188,19 +240,20 @@ class Forwarder:
 
     # --- entry points -----------------------------------------------------------
     def on_packet(self, face: int, packet: Packet, now: float) -> list[Send]:
+        # one type() per packet; mypy does not narrow `packet` through `kind`
         kind = type(packet)
         if kind is Interest:
-            self.on_incoming_interest(face, packet, now)  # type: ignore[arg-type]
+            self.on_incoming_interest(face, packet, now)  # type: ignore[arg-type]  # kind is Interest
         elif kind is Data:
-            self.on_incoming_data(face, packet, now)  # type: ignore[arg-type]
+            self.on_incoming_data(face, packet, now)  # type: ignore[arg-type]  # kind is Data
         elif kind is Nack:
-            self.on_incoming_nack(face, packet, now)  # type: ignore[arg-type]
+            self.on_incoming_nack(face, packet, now)  # type: ignore[arg-type]  # kind is Nack
         else:
             raise TypeError(f"not a packet: {kind.__name__}")
         out = self._out
         self._out = []
-        if self._agg.busy:
-            return self._with_aggregator(out, now)
+        if self._hooks_busy:
+            return self._run_hooks(out, now)
         return out
 
     def on_timer(self, now: float) -> list[Send]:
@@ -217,25 +270,31 @@ class Forwarder:
     def _flush(self, now: float) -> list[Send]:
         out = self._out
         self._out = []
-        if self._agg.busy:
-            return self._with_aggregator(out, now)
+        if self._hooks_busy:
+            return self._run_hooks(out, now)
         return out
 
-    def _with_aggregator(self, out: list[Send], now: float) -> list[Send]:
-        """Hand what the pipelines sent to the aggregator (face 0) to it, until
-        it has nothing more to do; the other actions are returned."""
-        agg = self.aggregator
+    def _run_hooks(self, out: list[Send], now: float) -> list[Send]:
+        """Hand what the pipelines sent to a hook face to its handler and let
+        the handlers process, round after round, until none has anything
+        left to do; the other actions are returned (`icnd.core.hooks`, 4-5)."""
+        hook_faces = self._hook_faces
+        handlers = self._handlers
         done: list[Send] = []
         while True:
             for send in out:
-                if send[0] == AGGREGATOR_FACE:
-                    agg.inbox.append(send[1])
+                face = send[0]
+                if face in hook_faces:
+                    hook_faces[face].deliver(send[1])
                 else:
                     done.append(send)
-            if not agg.inbox:
-                agg.busy = bool(agg.entries or agg.children)
+            worked = False
+            for handler in handlers:
+                if handler.process(now):
+                    worked = True
+            if not worked:
+                self._hooks_busy = any(handler.pending() for handler in handlers)
                 return done
-            agg.process(now)
             out = self._out
             self._out = []
 
@@ -260,17 +319,17 @@ class Forwarder:
             c.hop_limit_drops += 1
             return
         dnl = self.dnl
-        if dnl._records and dnl.has(comps, interest.nonce, now):
+        if dnl.records and dnl.has(comps, interest.nonce, now):
             c.dead_nonce_hits += 1
             self._nack(face, interest, NackReason.DUPLICATE, "looping Interest (dead-nonce list)")
             return
         # pit.find and the Content Store's exact lookup, inlined for the common miss
-        entry = self.pit.find(interest) if comps in self.pit._by_name else None
+        entry = self.pit.find(interest) if comps in self.pit.by_name else None
         if entry is None:
             # A name with an rnp= never hits (no such Data is cached), so the
             # reflexive test costs nothing on the Content Store hit path.
             cs = self.cs
-            if (interest.can_be_prefix or comps in cs._lru
+            if (interest.can_be_prefix or comps in cs.by_name
                     or (comps and comps[-1][0] == T_DIGEST)):
                 data = cs.lookup(interest, now)
             else:
@@ -297,8 +356,8 @@ class Forwarder:
         for f, rec in entry.in_records.items():
             if rec.nonce == nonce and f != face:
                 return True
-        for rec in entry.out_records.values():
-            if rec.nonce == nonce:
+        for out in entry.out_records.values():
+            if out.nonce == nonce:
                 return True
         return False
 
@@ -329,13 +388,14 @@ class Forwarder:
         comps = entry.comps
         self.timers.push(expiry, self._expiry_timer, comps, ms)
         entry.suppress = SUPPRESS_INITIAL
-        if self.fast_best_route and comps and comps[0] != REDUCE and comps[0] != LOCALHOST:
+        if self.fast_best_route and comps and comps[0] not in self._not_fast:
             # _strategy_interest -> BestRoute.after_receive_interest ->
             # eligible_nexthops -> send_interest -> record_out, composed for
             # the common case: a new entry (no out-record yet) under
             # best-route goes to the cheapest live next hop other than the
-            # in-face.  No such hop: the general path (it rejects).
-            if type(self.strategies.find(comps)) is BestRoute:
+            # in-face.  No such hop: the general path (it rejects).  Not for
+            # /localhost (scoped) nor a namespace handler's names.
+            if self.strategies.find(comps).sends_new_to_cheapest:
                 fib_entry = self.fib.longest_match(comps)
                 if fib_entry is not None:
                     faces = self.faces
@@ -382,7 +442,7 @@ class Forwarder:
         """An expiry timer came due: the PIT entries of that name whose
         timer it is expire.  (Timers carry the name, not the entry, so a
         satisfied entry is freed at once instead of waiting for its timer.)"""
-        entries = self.pit._by_name.get(comps)
+        entries = self.pit.by_name.get(comps)
         if entries:
             for entry in [e for e in entries if e.timer_at == at]:
                 self.on_interest_expiry(entry, at, now)
@@ -406,8 +466,10 @@ class Forwarder:
 
     def _strategy_interest(self, entry: PitEntry, face: int, interest: Interest, now: float) -> None:
         comps = interest.name.comps
-        if comps and comps[0] == REDUCE:  # reduction requests: in-network aggregation, not a strategy
-            self.aggregator.route(entry, face, interest, now)
+        hooks = self.hooks
+        if comps and comps[0] in hooks:  # a namespace handler's name: the handler, not a strategy
+            hooks[comps[0]].route(entry, face, interest, now)
+            self._hooks_busy = True
             return
         strategy = self.strategies.find(comps)
         strategy.after_receive_interest(self, entry, face, interest, self.fib.longest_match(comps), now)
@@ -488,7 +550,7 @@ class Forwarder:
                 strategy.on_interest_timeout(self, entry, now)
         self._finish(entry, now)
 
-    # --- Reflexive forwarding (the rules: icnd.core.reflexive) -------------------------
+    # --- Reflexive forwarding (the rules: icnd.core.tables.reflexive) ------------------
     def on_incoming_reflexive_interest(self, face: int, interest: Interest, now: float) -> bool:
         """Rule 1, for a name with a component of type >= T_RNP; False if
         it holds no RNP after all (the normal pipeline then goes on)."""
@@ -558,7 +620,7 @@ class Forwarder:
     def _trigger_strategy(self, comps: tuple[bytes, ...]) -> Strategy:
         """The prefix's strategy, unless it would send a TI to several hosts."""
         strategy = self.strategies.find(comps)
-        return self._single_path if strategy.name in MULTIPATH_STRATEGIES else strategy
+        return self._single_path if strategy.multipath else strategy
 
     def on_incoming_ri(self, face: int, interest: Interest, now: float) -> None:
         """Rule 3: an RI goes only through its RNP's entry, never by FIB."""
@@ -655,10 +717,11 @@ class Forwarder:
             c.scope_violations += 1
             return
         pit = self.pit
-        if pit._cbp or pit._digest:
+        entries: Sequence[PitEntry]
+        if pit.prefix_entries or pit.digest_entries:
             entries = pit.match_data(data)
         else:  # exact names only: the stored list itself (copied if an entry may be removed from it)
-            entries = pit._by_name.get(comps, ())
+            entries = pit.by_name.get(comps, ())
             if len(entries) > 1:
                 entries = list(entries)
         if len(entries) != 1 or face not in entries[0].out_records:
@@ -720,23 +783,26 @@ class Forwarder:
         if comps and (comps[0][0] == T_RNP or comps[-1][0] == T_RNP):
             self.on_reflexive_nack(entry, face, nack, now)
             return
-        if comps and comps[0] == REDUCE:
-            self.aggregator.after_nack(entry, face, nack, now)
+        hooks = self.hooks
+        if comps and comps[0] in hooks:
+            hooks[comps[0]].after_nack(entry, face, nack, now)
             return
         strategy = self.strategies.find(comps)
         strategy.after_receive_nack(self, entry, face, nack, self.fib.longest_match(comps), now)
 
     # --- introspection ---------------------------------------------------------------
     def table_sizes(self) -> dict[str, int]:
-        return {
+        sizes = {
             "pit_entries": len(self.pit),
             "fib_entries": len(self.fib),
             "cs_entries": len(self.cs),
             "cs_bytes": self.cs.bytes_used,
-            "faces": len(self.faces) - 1,  # not the aggregator's
+            "faces": len(self.faces) - len(self._hook_faces),  # not the hook faces
             "rf_entries": len(self.rf),
-            **self.aggregator.stats(),
         }
+        for handler in self._handlers:
+            sizes.update(handler.stats())
+        return sizes
 
     def add_route(self, prefix: Name, face: int, cost: int = 0) -> None:
         self.fib.add(prefix, face, cost)

@@ -1,4 +1,4 @@
-"""Forwarding strategies and the per-prefix strategy choice.
+"""Forwarding strategies: the base class every strategy derives from.
 
 A strategy decides where a pending Interest goes; it acts only through the
 forwarder's `send_interest` and `reject` so every send is counted and leaves
@@ -6,37 +6,40 @@ an out-record.  Strategies keep no per-entry state of their own: everything
 they need about an Interest is in the PIT entry's out-records (load-balance
 keeps per-next-hop measurements, bounded, beside them).
 
-- ``best-route``: the cheapest eligible next hop.  A retransmission (a new
-  nonce from downstream after the suppression interval) goes to the cheapest
-  hop not tried yet, else to the one tried longest ago.  A Nack makes it try
-  the next cheapest untried hop; when every hop has Nacked, the least severe
-  reason goes downstream.
-- ``multicast``: every eligible next hop at once; Nacks go downstream when
-  all upstreams have Nacked.
-- ``load-balance``: for function prefixes (and anything else served by
-  several equivalent producers): one next hop per Interest, chosen by
-  measured round-trip time and load; see `LoadBalance`.  Unlike the others
-  it keeps state of its own (per prefix and next hop, bounded), fed by the
-  forwarder's observation hooks.
+One file per strategy, next to this one: ``best_route.py`` (the default),
+``multicast.py``, ``load_balance.py``.  Adding a strategy is adding a file
+with a `Strategy` subclass and naming it in the table of known strategies
+(`icnd.core.fw.strategy_choice.STRATEGIES`), which also maps prefixes to
+strategies.
 
-Observation hooks.  A strategy whose class sets ``observes = True`` is also
-told when Data satisfies one of its entries (`Strategy.after_receive_data`),
-when an entry expires unsatisfied (`Strategy.on_interest_timeout`) and when
-a face goes down (`Strategy.on_face_down`).  The forwarder checks one flag,
-`StrategyChoice.observed`, before looking anything up, so while no prefix
-uses an observing strategy the Data and expiry pipelines pay nothing.
+Traits.  The forwarder never asks which class a strategy is; it reads class
+attributes:
+
+- ``multipath``: the strategy may send one Interest to several next hops.
+  A trigger Interest of reflexive forwarding must reach ONE host
+  (`icnd.core.tables.reflexive`, rule 2), so under such a strategy it is
+  forwarded by best-route instead.
+- ``sends_new_to_cheapest``: for a new PIT entry (no out-record yet)
+  `after_receive_interest` does exactly this: send to the cheapest eligible
+  next hop, or reject *no-route* when there is none.  The forwarder then
+  takes its composed fast path instead of the call (`Forwarder.
+  fast_best_route`; a hypothesis test compares the two).  A subclass that
+  changes `after_receive_interest` must set it False again.
+- ``observes``: the strategy is also told when Data satisfies one of its
+  entries (`after_receive_data`), when an entry expires unsatisfied
+  (`on_interest_timeout`) and when a face goes down (`on_face_down`).  The
+  forwarder checks one flag, `StrategyChoice.observed`, before looking
+  anything up, so while no prefix uses an observing strategy the Data and
+  expiry pipelines pay nothing.
 """
 
 from __future__ import annotations
 
-import random
-from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from icnd.name import Name
-from icnd.packet import NACK_SEVERITY, Interest, Nack, NackReason
-from icnd.core.tables.fib import FibEntry, TableFull
+from icnd.core.tables.fib import FibEntry
 from icnd.core.tables.pit import PitEntry
+from icnd.packet import NACK_SEVERITY, Interest, Nack, NackReason
 
 if TYPE_CHECKING:
     from icnd.core.fw.forwarder import Forwarder
@@ -44,28 +47,28 @@ if TYPE_CHECKING:
 
 class Strategy:
     name = "abstract"
-    # True: the forwarder calls after_receive_data, on_interest_timeout and
-    # on_face_down (see the module docstring); False keeps them off the hot path.
+    multipath = False
+    sends_new_to_cheapest = False
     observes = False
 
     def after_receive_interest(
-        self, fw: "Forwarder", entry: PitEntry, in_face: int, interest: Interest,
+        self, fw: Forwarder, entry: PitEntry, in_face: int, interest: Interest,
         fib_entry: FibEntry | None, now: float,
     ) -> None:
         raise NotImplementedError
 
     def after_receive_nack(
-        self, fw: "Forwarder", entry: PitEntry, in_face: int, nack: Nack,
+        self, fw: Forwarder, entry: PitEntry, in_face: int, nack: Nack,
         fib_entry: FibEntry | None, now: float,
     ) -> None:
         if entry.all_out_nacked():
             reject_with(fw, entry, nack, now)
 
     # --- observation hooks (called only when ``observes`` is True) ---------------
-    def after_receive_data(self, fw: "Forwarder", entry: PitEntry, face: int, now: float) -> None:
+    def after_receive_data(self, fw: Forwarder, entry: PitEntry, face: int, now: float) -> None:
         """Data from `face` satisfied `entry` (which has an out-record on `face`)."""
 
-    def on_interest_timeout(self, fw: "Forwarder", entry: PitEntry, now: float) -> None:
+    def on_interest_timeout(self, fw: Forwarder, entry: PitEntry, now: float) -> None:
         """`entry` expired unsatisfied (called before it is removed)."""
 
     def on_face_down(self, face: int) -> None:
@@ -77,364 +80,8 @@ def least_severe(entry: PitEntry) -> NackReason:
     return min(reasons, key=NACK_SEVERITY.__getitem__) if reasons else NackReason.NO_ROUTE
 
 
-def reject_with(fw: "Forwarder", entry: PitEntry, nack: Nack, now: float) -> None:
+def reject_with(fw: Forwarder, entry: PitEntry, nack: Nack, now: float) -> None:
     """Nack `entry` downstream with the least severe reason upstream gave, and
     the detail of `nack` (the last one) when it is that reason."""
     reason = least_severe(entry)
     fw.reject(entry, reason, now, nack.detail if nack.reason == reason else "")
-
-
-class BestRoute(Strategy):
-    name = "best-route"
-
-    def after_receive_interest(self, fw, entry, in_face, interest, fib_entry, now):
-        hops = fw.eligible_nexthops(entry, in_face, fib_entry)
-        if not hops:
-            fw.reject(entry, NackReason.NO_ROUTE, now)
-            return
-        outs = entry.out_records
-        if not outs:
-            fw.send_interest(entry, hops[0], interest, now)
-            return
-        choice = next((f for f in hops if f not in outs), None)
-        if choice is None:  # all tried: the one tried longest ago
-            choice = min(hops, key=lambda f: outs[f].sent_at)
-        fw.send_interest(entry, choice, interest, now)
-
-    def after_receive_nack(self, fw, entry, in_face, nack, fib_entry, now):
-        outs = entry.out_records
-        pending = any(o.nacked is None and o.expiry > now for o in outs.values())
-        if not pending:
-            for face in fw.eligible_nexthops(entry, None, fib_entry):
-                if face not in outs and face not in entry.in_records:
-                    record = max(entry.in_records.values(), key=lambda r: r.expiry)
-                    fw.send_interest(entry, face, record.interest, now)
-                    return
-        if entry.all_out_nacked():
-            reject_with(fw, entry, nack, now)
-
-
-class Multicast(Strategy):
-    name = "multicast"
-
-    def after_receive_interest(self, fw, entry, in_face, interest, fib_entry, now):
-        hops = fw.eligible_nexthops(entry, in_face, fib_entry)
-        if not hops:
-            fw.reject(entry, NackReason.NO_ROUTE, now)
-            return
-        for face in hops:
-            fw.send_interest(entry, face, interest, now)
-
-
-# --- load balancing ------------------------------------------------------------------
-LB_ALPHA = 0.125  # EWMA gain of the smoothed RTT (RFC 6298's 1/8)
-LB_MIN_RTT = 0.001  # RTT samples are floored here: below 1 ms differences are noise
-LB_INITIAL_RTT = 0.1  # the RTT assumed for a prefix none of whose hops has been measured
-LB_MAX_RTT = 60.0  # srtt ceiling (timeouts push it up, never past this)
-LB_TIMEOUT_FACTOR = 2.0  # a timeout counts as an RTT sample of twice the time the hop was given
-LB_PROBE = 0.05  # share of new Interests sent to a non-best hop to keep it measured
-LB_BUSY_BASE = 0.05  # a hop that Nacked no-resources/congestion is avoided this long,
-LB_BUSY_MAX = 1.0  # doubling per consecutive busy Nack up to this
-LB_SWEEP_INTERVAL = 1.0  # how often a hop's in-flight set is checked for entries that went silently
-LB_MAX_HOPS = 4096  # (prefix, face) states kept, least recently used evicted first
-_BUSY_REASONS = frozenset({NackReason.NO_RESOURCES, NackReason.CONGESTION})
-
-
-class HopStats:
-    """What `LoadBalance` knows about one next hop of one prefix.
-
-    ``flights`` maps the PIT entries sent there and not yet answered to
-    whether their RTT sample would be ambiguous (the entry was sent there
-    again while pending: Karn's rule, no sample).  Entries that leave the PIT
-    without a hook (a consumer face went down, a reject elsewhere) are pruned
-    at most every `LB_SWEEP_INTERVAL`, so the count never leaks.
-    """
-
-    __slots__ = ("face", "srtt", "samples", "flights", "busy_until", "busy_level", "last_sent",
-                 "sweep_at", "timeouts", "busy_nacks")
-
-    def __init__(self, face: int) -> None:
-        self.face = face
-        self.srtt: float | None = None  # None: never measured
-        self.samples = 0
-        self.flights: dict[PitEntry, bool] = {}
-        self.busy_until = 0.0
-        self.busy_level = 0
-        self.last_sent = float("-inf")
-        self.sweep_at = 0.0
-        self.timeouts = 0
-        self.busy_nacks = 0
-
-    def __repr__(self) -> str:
-        return (f"<HopStats face={self.face} srtt={self.srtt} in_flight={len(self.flights)} "
-                f"busy_until={self.busy_until}>")
-
-    def in_flight(self, now: float) -> int:
-        flights = self.flights
-        if flights and now >= self.sweep_at:
-            self.sweep_at = now + LB_SWEEP_INTERVAL
-            face = self.face
-            for entry in [e for e in flights if e.removed or _settled(e, face, now)]:
-                del flights[entry]
-                out = entry.out_records.get(face)
-                if not entry.removed and out is not None and out.nacked is None:
-                    self.timed_out(out.sent_at, out.expiry)  # its out-record expired unanswered
-        return len(flights)
-
-    def sample(self, rtt: float) -> None:
-        rtt = min(max(rtt, LB_MIN_RTT), LB_MAX_RTT)
-        srtt = self.srtt
-        self.srtt = rtt if srtt is None else srtt + LB_ALPHA * (rtt - srtt)
-        self.samples += 1
-
-    def timed_out(self, sent_at: float, until: float) -> None:
-        self.timeouts += 1
-        self.sample(LB_TIMEOUT_FACTOR * (until - sent_at))
-
-    def busy(self, now: float) -> None:
-        self.busy_nacks += 1
-        self.busy_level = min(self.busy_level + 1, 16)
-        self.busy_until = now + min(LB_BUSY_BASE * 2 ** (self.busy_level - 1), LB_BUSY_MAX)
-
-
-def _settled(entry: PitEntry, face: int, now: float) -> bool:
-    out = entry.out_records.get(face)
-    return out is None or out.nacked is not None or out.expiry <= now
-
-
-class LoadBalance(Strategy):
-    """RTT- and load-aware choice of one next hop per Interest.
-
-    State: per (FIB prefix, next-hop face) a `HopStats`: smoothed RTT (EWMA,
-    gain 1/8, samples floored at 1 ms; RTT = Data arrival - the out-record's
-    ``sent_at``, no sample for an ambiguous retransmission), the set of
-    entries in flight there, and a busy mark.  At most ``max_hops`` states
-    (LRU); a face going down forgets its states.
-
-    Choice, for a new Interest, among the eligible next hops:
-
-    - ranking key ``(busy, score)``, ties broken by FIB order (cost, face):
-      ``score = srtt * (1 + in_flight)`` -- the expected wait if the hop
-      serves its outstanding Interests one after another; a hop never
-      measured is optimistically given the best srtt measured among the
-      candidates (``LB_INITIAL_RTT`` if none), so it ties with the best hop
-      and wins if its route is cheaper, and it is the first one probed (see
-      below).  (Not a blind "unknown first": a host's own function, measured,
-      must not lose its calls to an unmeasured remote host.)
-    - busy (a no-resources/congestion Nack within the last 50 ms, doubling
-      per consecutive busy Nack up to 1 s; cleared by Data from the hop):
-      used only when no other hop is left;
-    - probing: with probability ``probe`` (5 %, from an RNG seeded per
-      strategy instance, i.e. per forwarder, so runs are reproducible) a new
-      Interest goes instead to the non-busy, non-best hop used longest ago
-      (never-used hops first, in FIB order).
-
-    A retransmission goes to the best untried hop, else to the best hop.  A
-    Nack (busy reasons mark the hop busy) makes it try the best untried hop
-    once nothing else is pending; when every hop has Nacked, the least
-    severe reason goes downstream.  A timeout counts as an RTT sample of
-    twice the time the hop was given.  Every Interest goes to exactly one
-    next hop, so trigger Interests keep their one-host-per-call rule.
-    """
-
-    name = "load-balance"
-    observes = True
-
-    def __init__(self, *, seed: int = 0, max_hops: int = LB_MAX_HOPS, probe: float = LB_PROBE) -> None:
-        self.max_hops = max_hops
-        self.probe = probe
-        self.rng = random.Random(seed)
-        self._hops: OrderedDict[tuple[tuple[bytes, ...], int], HopStats] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._hops)
-
-    def reseed(self, seed: int) -> None:
-        self.rng.seed(seed)
-
-    def stats(self, prefix: tuple[bytes, ...], face: int) -> HopStats | None:
-        """The state kept for (prefix components, face), if any."""
-        return self._hops.get((prefix, face))
-
-    def _hop(self, prefix: tuple[bytes, ...], face: int) -> HopStats:
-        hops = self._hops
-        key = (prefix, face)
-        hop = hops.get(key)
-        if hop is None:
-            hop = hops[key] = HopStats(face)
-            if len(hops) > self.max_hops:
-                hops.popitem(last=False)
-        else:
-            hops.move_to_end(key)
-        return hop
-
-    def _rank(self, prefix: tuple[bytes, ...], faces: list[int],
-              now: float) -> list[tuple[bool, float, int, HopStats]]:
-        hops = [self._hop(prefix, f) for f in faces]
-        known = [h.srtt for h in hops if h.srtt is not None]
-        guess = min(known) if known else LB_INITIAL_RTT
-        ranked = []
-        for i, hop in enumerate(hops):
-            n = hop.in_flight(now)
-            srtt = hop.srtt
-            score = (guess if srtt is None else srtt) * (1 + n)
-            ranked.append((hop.busy_until > now, score, i, hop))
-        ranked.sort(key=lambda r: r[:3])
-        return ranked
-
-    def _send(self, fw: "Forwarder", entry: PitEntry, hop: HopStats, interest: Interest, now: float) -> None:
-        hop.flights[entry] = entry in hop.flights  # sent there again while pending: ambiguous RTT
-        hop.last_sent = now
-        fw.send_interest(entry, hop.face, interest, now)
-
-    def after_receive_interest(self, fw, entry, in_face, interest, fib_entry, now):
-        faces = fw.eligible_nexthops(entry, in_face, fib_entry)
-        if not faces:
-            fw.reject(entry, NackReason.NO_ROUTE, now)
-            return
-        prefix = fib_entry.prefix.comps
-        if len(faces) == 1:
-            self._send(fw, entry, self._hop(prefix, faces[0]), interest, now)
-            return
-        outs = entry.out_records
-        ranked = self._rank(prefix, faces, now)
-        if outs:  # a retransmission: the best untried hop, else the best
-            hop = next((r[3] for r in ranked if r[3].face not in outs), ranked[0][3])
-        else:
-            hop = ranked[0][3]
-            free = [r for r in ranked[1:] if not r[0]]
-            if free and not ranked[0][0] and self.rng.random() < self.probe:
-                hop = min(free, key=lambda r: (r[3].last_sent, r[2]))[3]
-        self._send(fw, entry, hop, interest, now)
-
-    def after_receive_nack(self, fw, entry, in_face, nack, fib_entry, now):
-        prefix = fib_entry.prefix.comps if fib_entry is not None else None
-        if prefix is not None:
-            hop = self._hops.get((prefix, in_face))
-            if hop is not None:
-                hop.flights.pop(entry, None)
-                if nack.reason in _BUSY_REASONS:
-                    hop.busy(now)
-        outs = entry.out_records
-        pending = any(o.nacked is None and o.expiry > now for o in outs.values())
-        if not pending and prefix is not None:
-            untried = [f for f in fw.eligible_nexthops(entry, None, fib_entry)
-                       if f not in outs and f not in entry.in_records]
-            if untried:
-                hop = self._rank(prefix, untried, now)[0][3]
-                record = max(entry.in_records.values(), key=lambda r: r.expiry)
-                self._send(fw, entry, hop, record.interest, now)
-                return
-        if entry.all_out_nacked():
-            reject_with(fw, entry, nack, now)
-
-    def after_receive_data(self, fw, entry, face, now):
-        fib_entry = fw.fib.longest_match(entry.comps)
-        if fib_entry is None:
-            return  # the route went; stale flights are swept
-        prefix = fib_entry.prefix.comps
-        hops = self._hops
-        for f, out in entry.out_records.items():
-            hop = hops.get((prefix, f))
-            if hop is None:
-                continue
-            ambiguous = hop.flights.pop(entry, None)
-            if ambiguous is None:
-                continue  # not sent there by this strategy (or already swept)
-            if f == face:
-                if not ambiguous:
-                    hop.sample(now - out.sent_at)
-                hop.busy_level = 0
-                hop.busy_until = 0.0
-
-    def on_interest_timeout(self, fw, entry, now):
-        fib_entry = fw.fib.longest_match(entry.comps)
-        if fib_entry is None:
-            return
-        prefix = fib_entry.prefix.comps
-        hops = self._hops
-        for f, out in entry.out_records.items():
-            hop = hops.get((prefix, f))
-            if hop is not None and hop.flights.pop(entry, None) is not None and out.nacked is None:
-                hop.timed_out(out.sent_at, min(now, out.expiry))
-
-    def on_face_down(self, face: int) -> None:
-        hops = self._hops
-        for key in [k for k in hops if k[1] == face]:
-            del hops[key]
-
-
-STRATEGIES: dict[str, type[Strategy]] = {s.name: s for s in (BestRoute, Multicast, LoadBalance)}
-
-
-class StrategyChoice:
-    """Prefix -> strategy, longest match wins; the root always has one.
-
-    Invariants: at most ``max_entries`` choices; `set` of an unknown strategy
-    name raises ValueError naming the known ones; one instance per strategy
-    name (its state is shared by every prefix using it); ``observed`` is True
-    exactly when some choice is an observing strategy (``observes``), so the
-    forwarder's observation hooks cost one attribute test otherwise.
-    """
-
-    def __init__(self, default: str = "best-route", max_entries: int = 10_000) -> None:
-        self.max_entries = max_entries
-        self._instances: dict[str, Strategy] = {}
-        self._choices: dict[tuple[bytes, ...], Strategy] = {(): self._instance(default)}
-        self._observing = int(self._choices[()].observes)  # choices with an observing strategy
-        self.observed = self._observing > 0
-
-    def _instance(self, name: str) -> Strategy:
-        inst = self._instances.get(name)
-        if inst is None:
-            cls = STRATEGIES.get(name)
-            if cls is None:
-                raise ValueError(f"unknown strategy {name!r}; known: {', '.join(sorted(STRATEGIES))}")
-            inst = self._instances[name] = cls()
-        return inst
-
-    def set(self, prefix: Name, name: str) -> None:
-        if prefix.comps not in self._choices and len(self._choices) >= self.max_entries:
-            raise TableFull(f"strategy choice table is full ({self.max_entries})")
-        inst = self._instance(name)
-        old = self._choices.get(prefix.comps)
-        self._choices[prefix.comps] = inst
-        self._count_observing(old, -1)
-        self._count_observing(inst, +1)
-
-    def unset(self, prefix: Name) -> bool:
-        if not prefix.comps:
-            return False  # the root keeps its strategy
-        old = self._choices.pop(prefix.comps, None)
-        if old is None:
-            return False
-        self._count_observing(old, -1)
-        return True
-
-    def _count_observing(self, inst: Strategy | None, delta: int) -> None:
-        if inst is not None and inst.observes:
-            self._observing += delta
-            self.observed = self._observing > 0
-
-    def instance(self, name: str) -> Strategy:
-        """This table's instance of strategy `name` (created if need be)."""
-        return self._instance(name)
-
-    def face_down(self, face: int) -> None:
-        """Tell every observing strategy instance that `face` is gone."""
-        for inst in self._instances.values():
-            if inst.observes:
-                inst.on_face_down(face)
-
-    def find(self, comps: tuple[bytes, ...]) -> Strategy:
-        choices = self._choices
-        if len(choices) == 1:
-            return choices[()]
-        for n in range(len(comps), -1, -1):
-            s = choices.get(comps[:n])
-            if s is not None:
-                return s
-        raise AssertionError("root strategy missing")
-
-    def items(self) -> list[tuple[Name, str]]:
-        return sorted((Name.from_wire(k), s.name) for k, s in self._choices.items())

@@ -5,26 +5,30 @@ Invariants:
   encoding plus the content, the two buffers a Data holds) and never
   exceeds ``capacity_bytes`` after an insertion returns (least recently used
   entries are evicted first; a Data larger than the whole store is refused);
-- `_lru` holds every stored name in recency order; `_index` (names in sorted
-  order, for can_be_prefix lookups, erase-by-prefix and listing), when it
-  exists, holds exactly the same names.  The index is built on the first
+- `by_name` holds every stored name in recency order (least recently used
+  first); `_index` (names in sorted order, for can_be_prefix lookups,
+  erase-by-prefix and listing), when it exists, holds exactly the same names.  The index is built on the first
   ordered query and dropped again after ``INDEX_IDLE_LIMIT`` insertions
   without one, so exact-match-only traffic never pays for keeping it sorted;
 - a Data is *fresh* until ``inserted + freshness_ms``; stale Data still
   answers Interests without must_be_fresh.
 Lookups with an implicit digest as last component match the Data whose full
 name (name + sha256digest) equals the Interest name.
+
+`by_name` (name components -> `CsEntry`) is public, read-only for callers,
+so the forwarder can test whether an exact name is stored at the cost of a
+dict probe before it pays for `lookup`; only this class changes it.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Iterator
 
 from sortedcontainers import SortedList
 
-from icnd.codec import encode
+from icnd.codec import encode, implicit_digest
 from icnd.name import T_DIGEST
 from icnd.packet import Data, Interest
 
@@ -41,26 +45,26 @@ class CsEntry:
 
     def full_digest(self) -> bytes:
         if self.digest is None:
-            self.digest = hashlib.sha256(encode(self.data)).digest()
+            self.digest = implicit_digest(self.data)
         return self.digest
-
 
 
 def data_size(data: Data) -> int:
     """The memory a stored Data holds: its encoding and its content (separate buffers)."""
     return len(encode(data)) + len(data.content)
 
+
 class ContentStore:
     def __init__(self, capacity_bytes: int = 64 * 1024 * 1024) -> None:
         self.capacity_bytes = capacity_bytes
         self.bytes_used = 0
         self.evictions = 0
-        self._lru: OrderedDict[tuple[bytes, ...], CsEntry] = OrderedDict()
+        self.by_name: OrderedDict[tuple[bytes, ...], CsEntry] = OrderedDict()
         self._index: SortedList | None = None
         self._index_idle = 0
 
     def __len__(self) -> int:
-        return len(self._lru)
+        return len(self.by_name)
 
     def insert(self, data: Data, now: float) -> bool:
         """Store (or refresh) `data`; False if it cannot fit at all."""
@@ -69,7 +73,7 @@ class ContentStore:
             return False
         key = data.name.comps
         index = self._index
-        old = self._lru.pop(key, None)
+        old = self.by_name.pop(key, None)
         if old is not None:
             self.bytes_used -= old.size
         elif index is not None:
@@ -77,10 +81,10 @@ class ContentStore:
             self._index_idle += 1
             if self._index_idle > INDEX_IDLE_LIMIT:
                 self._index = index = None
-        self._lru[key] = CsEntry(data, size, now + data.freshness_ms / 1000.0)
+        self.by_name[key] = CsEntry(data, size, now + data.freshness_ms / 1000.0)
         self.bytes_used += size
         while self.bytes_used > self.capacity_bytes:
-            victim, entry = self._lru.popitem(last=False)
+            victim, entry = self.by_name.popitem(last=False)
             if index is not None:
                 index.remove(victim)
             self.bytes_used -= entry.size
@@ -90,13 +94,13 @@ class ContentStore:
     def _ordered(self) -> SortedList:
         index = self._index
         if index is None:
-            index = self._index = SortedList(self._lru)
+            index = self._index = SortedList(self.by_name)
         self._index_idle = 0
         return index
 
     def lookup(self, interest: Interest, now: float) -> Data | None:
         comps = interest.name.comps
-        lru = self._lru
+        lru = self.by_name
         if not interest.can_be_prefix:
             entry = lru.get(comps)
             if entry is None and comps and comps[-1][0] == T_DIGEST:
@@ -123,7 +127,7 @@ class ContentStore:
 
     def discard(self, comps: tuple[bytes, ...]) -> bool:
         """Remove the Data named exactly `comps`, if stored."""
-        entry = self._lru.pop(comps, None)
+        entry = self.by_name.pop(comps, None)
         if entry is None:
             return False
         if self._index is not None:
@@ -144,10 +148,10 @@ class ContentStore:
             victims.append(key)
         for key in victims:
             index.remove(key)
-            self.bytes_used -= self._lru.pop(key).size
+            self.bytes_used -= self.by_name.pop(key).size
         return len(victims)
 
-    def entries(self, prefix: tuple[bytes, ...] = ()):
+    def entries(self, prefix: tuple[bytes, ...] = ()) -> Iterator[CsEntry]:
         """Iterate stored Data under `prefix` in name order."""
         n = len(prefix)
         index = self._ordered()
@@ -155,4 +159,4 @@ class ContentStore:
             key = index[i]
             if key[:n] != prefix:
                 break
-            yield self._lru[key]
+            yield self.by_name[key]

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from icnd.errors import Error
 from icnd.name import T_RNP, Name
 
 
-class TableFull(Exception):
+class TableFull(Error):
     """A table refused an insertion because it is at its bound."""
 
 

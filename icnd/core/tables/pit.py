@@ -12,22 +12,31 @@ Invariants:
   in-record is refreshed or removed; `PitEntry.extend_to` moves records and
   entry together); the forwarder's timer removes the entry once
   ``now >= entry.expiry``, so no entry outlives its last in-record;
-- at most ``max_entries`` entries in all and ``max_per_face`` in-records per
-  downstream face (`insert` raises `TableFull`);
-- `_cbp` counts can_be_prefix entries and `_digest` entries whose name ends
-  in an implicit digest, so Data matching skips the prefix and digest probes
-  when there are none.
+- at most ``max_entries`` entries in all (`insert` raises `TableFull`) and
+  ``max_per_face`` in-records per downstream face (`per_face`, a
+  `FaceQuota`: `add_in_record` raises `TableFull`);
+- `prefix_entries` counts can_be_prefix entries and `digest_entries`
+  entries whose name ends in an implicit digest, so Data matching skips the
+  prefix and digest probes when there are none.
+
+Read-only for callers: `by_name` (name components -> the entries of that
+name, selectors aside), `prefix_entries`, `digest_entries` and `per_face`
+are public so the forwarder's inlined fast paths can test them at the cost
+of an attribute; only this class changes them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterator
 
+from icnd.codec import full_name
+from icnd.core.tables.fib import TableFull
+from icnd.core.tables.quota import FaceQuota
 from icnd.name import T_DIGEST
+from icnd.packet import Data, Interest, NackReason
 
 _INF = float("inf")
-from icnd.packet import Data, Interest, NackReason
-from icnd.core.tables.fib import TableFull
 
 
 @dataclass(slots=True)
@@ -93,22 +102,21 @@ class PitEntry:
 class Pit:
     def __init__(self, max_entries: int = 100_000, max_per_face: int = 50_000) -> None:
         self.max_entries = max_entries
-        self.max_per_face = max_per_face
-        self._by_name: dict[tuple[bytes, ...], list[PitEntry]] = {}
+        self.by_name: dict[tuple[bytes, ...], list[PitEntry]] = {}
+        self.prefix_entries = 0
+        self.digest_entries = 0
+        self.per_face = FaceQuota(max_per_face, "pending Interests")
         self._count = 0
-        self._cbp = 0
-        self._digest = 0
-        self._per_face: dict[int, int] = {}
 
     def __len__(self) -> int:
         return self._count
 
-    def __iter__(self):
-        for entries in self._by_name.values():
+    def __iter__(self) -> Iterator[PitEntry]:
+        for entries in self.by_name.values():
             yield from entries
 
     def find(self, interest: Interest) -> PitEntry | None:
-        entries = self._by_name.get(interest.name.comps)
+        entries = self.by_name.get(interest.name.comps)
         if entries:
             cbp, mbf = interest.can_be_prefix, interest.must_be_fresh
             for e in entries:
@@ -121,21 +129,22 @@ class Pit:
             raise TableFull(f"PIT is full ({self.max_entries} entries)")
         entry = PitEntry(interest)
         comps = interest.name.comps
-        self._by_name.setdefault(comps, []).append(entry)
+        self.by_name.setdefault(comps, []).append(entry)
         self._count += 1
         if interest.can_be_prefix:
-            self._cbp += 1
+            self.prefix_entries += 1
         if comps and comps[-1][0] == T_DIGEST:
-            self._digest += 1
+            self.digest_entries += 1
         return entry
 
     def add_in_record(self, entry: PitEntry, face: int, interest: Interest, expiry: float) -> None:
         record = entry.in_records.get(face)
         if record is None:
-            held = self._per_face.get(face, 0)
-            if held >= self.max_per_face:
-                raise TableFull(f"face {face} has {self.max_per_face} pending Interests")
-            self._per_face[face] = held + 1
+            per_face = self.per_face  # FaceQuota.take, inlined: every new Interest comes here
+            held = per_face.get(face, 0)
+            if held >= per_face.limit:
+                raise per_face.full(face)
+            per_face[face] = held + 1
             entry.in_records[face] = InRecord(interest.nonce, expiry, interest)
             if expiry > entry.expiry:
                 entry.expiry = expiry
@@ -147,34 +156,27 @@ class Pit:
 
     def remove_in_record(self, entry: PitEntry, face: int) -> None:
         if entry.in_records.pop(face, None) is not None:
-            self._release(face)
+            self.per_face.release(face)
             if entry.in_records:
                 entry.expiry = max(r.expiry for r in entry.in_records.values())
-
-    def _release(self, face: int) -> None:
-        left = self._per_face[face] - 1
-        if left:
-            self._per_face[face] = left
-        else:
-            del self._per_face[face]
 
     def remove(self, entry: PitEntry) -> None:
         if entry.removed:
             return
         entry.removed = True
         comps = entry.comps
-        entries = self._by_name[comps]
+        entries = self.by_name[comps]
         if len(entries) == 1:
-            del self._by_name[comps]
+            del self.by_name[comps]
         else:
             entries.remove(entry)
         self._count -= 1
         if entry.interest.can_be_prefix:
-            self._cbp -= 1
+            self.prefix_entries -= 1
         if comps and comps[-1][0] == T_DIGEST:
-            self._digest -= 1
-        per_face = self._per_face
-        for face in entry.in_records:  # _release, inlined: every satisfied entry comes here
+            self.digest_entries -= 1
+        per_face = self.per_face
+        for face in entry.in_records:  # FaceQuota.release, inlined: every satisfied entry comes here
             left = per_face[face] - 1
             if left:
                 per_face[face] = left
@@ -186,25 +188,26 @@ class Pit:
     def match_data(self, data: Data) -> list[PitEntry]:
         """Every entry the Data satisfies (exact, can_be_prefix, implicit digest)."""
         comps = data.name.comps
-        by_name = self._by_name
+        by_name = self.by_name
         found = list(by_name.get(comps, ()))
-        if self._cbp:
+        if self.prefix_entries:
             for n in range(len(comps)):
                 for e in by_name.get(comps[:n], ()):
                     if e.interest.can_be_prefix:
                         found.append(e)
-        if self._digest:
-            full = data.full_name().comps
+        if self.digest_entries:
+            full = full_name(data).comps
             found.extend(by_name.get(full, ()))
         return found
 
     def match_nack(self, comps: tuple[bytes, ...], face: int, nonce: int) -> PitEntry | None:
         """The entry whose out-record on `face` carries `nonce`."""
-        for e in self._by_name.get(comps, ()):
+        for e in self.by_name.get(comps, ()):
             out = e.out_records.get(face)
             if out is not None and out.nonce == nonce:
                 return e
         return None
 
     def face_records(self, face: int) -> int:
-        return self._per_face.get(face, 0)
+        """How many in-records `face` holds."""
+        return self.per_face.get(face, 0)

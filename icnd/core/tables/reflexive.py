@@ -7,7 +7,7 @@ prefix, ``/.../rnp=R``.  The producer answers with *reflexive Interests* (RI)
 them with reflexive Data (RD); the *trigger Data* (TD) named like the TI ends
 the exchange.  A forwarder keeps one `ReflexiveEntry` per RNP it forwarded a
 TI for.  The rules, all applied by the forwarder's pipelines
-(`icnd.core.forwarder`), in one place:
+(`icnd.core.fw.forwarder`), in one place:
 
 1. Placement.  A name holds at most one ``rnp=`` component (16 bytes), and
    only as its first component (an RI) or its last (a TI, at least two
@@ -58,7 +58,8 @@ Invariants of `ReflexiveTable`:
 - ``rf.consumer_faces == set(rf.ti_entry.in_records)``; no face is a
   consumer face of more than ``max_per_face`` entries, and there are at most
   ``max_entries`` entries (`insert` and `add_consumer` raise `TableFull`);
-  `_per_face` counts consumer faces per face and holds no zero;
+  `per_face` (a `FaceQuota`, read-only for callers) counts the entries each
+  face is a consumer face of;
 - ``rf.expiry == rf.ti_entry.expiry + grace`` whenever the forwarder has
   changed the TI's expiry (arrival, extension, Nack, face down): the Cefore
   buffer; it only matters for an RI that arrives before the TI's expiry
@@ -69,9 +70,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from icnd.name import T_RNP
 from icnd.core.tables.fib import TableFull
 from icnd.core.tables.pit import PitEntry
+from icnd.core.tables.quota import FaceQuota
+from icnd.name import T_RNP
 
 RF_GRACE = 1.0  # entry expiry = TI expiry + 1 s
 TI_MAX_EXTENDED_LIFETIME = 60.0  # RIs keep a TI alive at most this long after it arrived
@@ -109,12 +111,11 @@ class ReflexiveTable:
     def __init__(self, max_entries: int = 65536, max_per_face: int = 256, *, grace: float = RF_GRACE,
                  max_extended: float = TI_MAX_EXTENDED_LIFETIME, max_ri_per_ti: int = MAX_RI_PER_TI) -> None:
         self.max_entries = max_entries
-        self.max_per_face = max_per_face
         self.grace = grace
         self.max_extended = max_extended
         self.max_ri_per_ti = max_ri_per_ti
         self.entries: dict[bytes, ReflexiveEntry] = {}
-        self._per_face: dict[int, int] = {}
+        self.per_face = FaceQuota(max_per_face, "reflexive entries")
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -128,7 +129,7 @@ class ReflexiveTable:
 
     def face_entries(self, face: int) -> int:
         """How many entries have `face` as a consumer face."""
-        return self._per_face.get(face, 0)
+        return self.per_face.get(face, 0)
 
     def insert(self, rnp: bytes, ti_entry: PitEntry, now: float) -> ReflexiveEntry:
         """A new entry for the TI `ti_entry` (which has its in-records)."""
@@ -137,23 +138,25 @@ class ReflexiveTable:
         if len(self.entries) >= self.max_entries:
             raise TableFull(f"reflexive table is full ({self.max_entries} entries)")
         faces = tuple(ti_entry.in_records)
+        per_face = self.per_face
         for face in faces:
-            self._check_face(face)
+            per_face.check(face)
         rf = ReflexiveEntry(rnp, ti_entry, now, ti_entry.expiry + self.grace)
         for face in faces:
-            self._take(rf, face)
+            per_face.take(face)
+            rf.consumer_faces.add(face)
         self.entries[rnp] = rf
         return rf
 
     def add_consumer(self, rf: ReflexiveEntry, face: int) -> None:
         if face not in rf.consumer_faces:
-            self._check_face(face)
-            self._take(rf, face)
+            self.per_face.take(face)
+            rf.consumer_faces.add(face)
 
     def remove_consumer(self, rf: ReflexiveEntry, face: int) -> None:
         if face in rf.consumer_faces:
             rf.consumer_faces.discard(face)
-            self._release(face)
+            self.per_face.release(face)
 
     def update(self, rf: ReflexiveEntry) -> None:
         """After the TI was (re)sent or refreshed: its out-faces become
@@ -177,12 +180,12 @@ class ReflexiveTable:
         if self.entries.get(rf.rnp) is rf:
             del self.entries[rf.rnp]
             for face in rf.consumer_faces:
-                self._release(face)
+                self.per_face.release(face)
             rf.consumer_faces = set()
 
     def remove_face(self, face: int) -> list[ReflexiveEntry]:
         """Rule 7; returns the entries removed (left without consumers)."""
-        removed = []
+        removed: list[ReflexiveEntry] = []
         for rf in list(self.entries.values()):
             rf.producer_faces.discard(face)
             if face in rf.consumer_faces:
@@ -191,21 +194,6 @@ class ReflexiveTable:
                     self.remove(rf)
                     removed.append(rf)
         return removed
-
-    def _check_face(self, face: int) -> None:
-        if self._per_face.get(face, 0) >= self.max_per_face:
-            raise TableFull(f"face {face} has {self.max_per_face} reflexive entries")
-
-    def _take(self, rf: ReflexiveEntry, face: int) -> None:
-        rf.consumer_faces.add(face)
-        self._per_face[face] = self._per_face.get(face, 0) + 1
-
-    def _release(self, face: int) -> None:
-        left = self._per_face[face] - 1
-        if left:
-            self._per_face[face] = left
-        else:
-            del self._per_face[face]
 
 
 NOT_REFLEXIVE, TRIGGER, REFLEXIVE, MALFORMED = "none", "trigger", "reflexive", "malformed"
