@@ -1,14 +1,20 @@
 """icnd: an information-centric computing network daemon.
 
-The public façade: names, packets and the codec, the error hierarchy.
+The public façade: names, packets and the codec, the error hierarchy (loaded
+with the package: the vocabulary every part of icnd speaks), and the client,
+`function`, `Reduced` and the blocking `sync` façade, loaded on first use
+(PEP 562), so that ``import icnd`` -- and with it every ``import icnd.core...``
+-- stays cheap: no trio, no numpy, no client until an application asks.
 """
+
+from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from icnd import sync  # noqa: E402
-from icnd.client.door import Client, connect
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from icnd.codec import decode, encode
-from icnd.compute.registry import function
 from icnd.errors import (
     DecodeError,
     Error,
@@ -21,7 +27,35 @@ from icnd.errors import (
 )
 from icnd.name import Component, Name
 from icnd.packet import ContentType, Data, Interest, Nack, NackReason, SigType
-from icnd.reduction.consumer import Reduced
+
+if TYPE_CHECKING:
+    from icnd import sync
+    from icnd.client import Client, connect
+    from icnd.compute.registry import function
+    from icnd.reduction.consumer import Reduced
+
+# name -> the module it lives in (the module itself for `sync`)
+_LAZY = {
+    "Client": "icnd.client",
+    "connect": "icnd.client",
+    "function": "icnd.compute.registry",
+    "Reduced": "icnd.reduction.consumer",
+    "sync": "icnd.sync",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'icnd' has no attribute {name!r}")
+    loaded = importlib.import_module(module)
+    value = loaded if name == "sync" else getattr(loaded, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 __all__ = [

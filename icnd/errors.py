@@ -1,11 +1,29 @@
-"""The one error hierarchy.
+"""The one error hierarchy, and the one signed error format.
 
 `DecodeError` means a peer sent something malformed (remote fault); the
-others are raised to applications by the client library.  Every message says
-what failed, where and why.
+others are raised to applications by the client library.  Every exception a
+user can see derives from `Error`.  Every message says what failed, where
+and why.
+
+An ERROR Data (content type 4) is how a producer says "I refused" or "it
+failed" in a form a consumer can verify (unlike a Nack, which only says the
+network could not deliver): its content is the msgpack map
+``{[extra fields,] code, message}``.  `error_data` writes it (unsigned: the
+producer signs it with whatever key it answers with) and `raise_for_error`
+reads it; nothing else touches that body.  Codes are short words
+(``unauthorized``, ``not-found``, ``bad-arguments``, ``mismatch``, an
+exception's type name...) or an HTTP-like status in decimal (a refused node
+operation, as management commands answer).
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+
+from icnd.name import Name
+from icnd.packet import ContentType, Data
 
 
 class Error(Exception):
@@ -47,3 +65,61 @@ class RemoteError(Error):
 
 class Unauthorized(Error):
     """The remote side refused this principal."""
+
+
+class CommandError(RemoteError):
+    """A node operation was refused: a management command (raised by the
+    node's managers, carried in the command's reply, raised again by
+    `Client.command`), an NDN face's management command, or an operation a
+    node answers with an ERROR Data carrying a status (group install,
+    member contribution).
+
+    `status` is HTTP-like: 400 malformed, 403 forbidden, 404 unknown, 409
+    conflict, 410 gone, 500 internal, 507 out of room; `code` is the same
+    number as text (as for every `RemoteError`), `message` the reason
+    alone."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(str(status), message)
+        self.status = status
+
+
+# --- the signed error format ------------------------------------------------------------------
+def error_data(name: Name, code: str, message: str, *, freshness_ms: int = 0, **fields: Any) -> Data:
+    """The (unsigned) ERROR Data answering `name`: ``{**fields, code,
+    message}``.  `fields` are extras a reader of this particular error
+    knows (the aggregator's ``layouts``); callers bound what they pass on
+    from untrusted sources (the function host cuts a function's exception
+    message)."""
+    body = {**fields, "code": code, "message": message}
+    return Data(name, msgpack.packb(body), ContentType.ERROR, freshness_ms)
+
+
+def error_fields(data: Data) -> tuple[str, str]:
+    """(code, message) of an ERROR Data; ``("error", <what it says>)`` for a
+    malformed body."""
+    try:
+        body = msgpack.unpackb(data.content, raw=False)
+        return str(body["code"]), str(body["message"])
+    except Exception:
+        return "error", f"{data.name}: malformed error {data.content[:200].decode('utf-8', 'replace')!r}"
+
+
+def error_exception(data: Data) -> Error:
+    """The exception an ERROR Data stands for: ``unauthorized`` →
+    `Unauthorized`, ``not-found`` → `NotFound`, a decimal status →
+    `CommandError`, anything else → `RemoteError(code, message)`."""
+    code, message = error_fields(data)
+    if code == "unauthorized":
+        return Unauthorized(f"{data.name}: {message}")
+    if code == "not-found":
+        return NotFound(f"{data.name}: {message}")
+    if code.isdecimal() and code.isascii():
+        return CommandError(int(code), message)
+    return RemoteError(code, message)
+
+
+def raise_for_error(data: Data) -> None:
+    """Raise what `data` stands for if it is an ERROR Data; else nothing."""
+    if data.content_type == ContentType.ERROR:
+        raise error_exception(data)

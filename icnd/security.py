@@ -30,9 +30,9 @@ What `KeyChain.verify` checks
     It does *not* decide whether that key may sign that name: a trust policy
     (which key is allowed to sign which names) is a separate layer above.
 
-A Data's cached ``wire`` is what is verified.  ``dataclasses.replace`` copies
-that cache, so code deriving a Data from another must pass ``wire=None``
-(every function here does).
+A Data's cached ``wire`` is what is verified; a copy made with
+``dataclasses.replace`` starts without one and encodes its own fields
+(see `icnd.packet`).
 
 Key names follow ``/<identity...>/KEY/<id>`` with an 8-byte generic id; for
 Ed25519 the id is the first 8 bytes of SHA-256 of the raw public key.

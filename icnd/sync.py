@@ -18,8 +18,9 @@ from typing import Any, Iterator
 
 import trio
 
-from icnd.client.door import Client, Handler, unwrap
+from icnd.client.door import Client, unwrap
 from icnd.client.door import connect as async_connect
+from icnd.endpoint import Handler
 from icnd.errors import Error
 
 

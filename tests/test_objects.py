@@ -1,15 +1,31 @@
-"""Objects: manifest codec, segment packets, the node's store, RTT and window."""
+"""Objects: manifest codec, segment packets, the node's store, RTT and window, the fetch pipeline."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from icnd import ContentType, DecodeError, Interest, Name, decode, encode
+from icnd import (
+    ContentType,
+    Data,
+    DecodeError,
+    Interest,
+    Nack,
+    Nacked,
+    NackReason,
+    Name,
+    NotFound,
+    VerificationError,
+    decode,
+    encode,
+)
+from icnd.objects.fetch import MAX_CORRUPT_ATTEMPTS, fetch_object
 from icnd.objects.manifest import (
     CongestionWindow,
     Manifest,
@@ -19,6 +35,7 @@ from icnd.objects.manifest import (
     check_sizes,
     parse_versioned,
     segment_count,
+    segment_index,
 )
 from icnd.objects.store import ObjectStore, ObjectStoreError
 from icnd.security import Ed25519Key, KeyChain
@@ -191,3 +208,68 @@ def test_congestion_window_aimd() -> None:
     assert w.size == 4
     w.on_loss(now=1.2, rtt=0.1)
     assert w.size == 2
+
+
+class _StoreEndpoint:
+    """An `icnd.endpoint.Endpoint` over an `ObjectStore`, in memory: what the
+    fetch pipeline needs, without a client or a node (`corrupt`: segment
+    indexes whose content arrives damaged)."""
+
+    def __init__(self, store: ObjectStore, key: Ed25519Key, corrupt: frozenset[int] = frozenset()) -> None:
+        self.store, self.corrupt, self.key = store, corrupt, None
+        self.chain = KeyChain()
+        self.chain.add_trusted(key.name, key.verify_key())
+        self.streams: dict[tuple[bytes, ...], Any] = {}
+        self.sent = 0
+
+    def _answer(self, interest: Interest) -> Data | Nack:
+        data = self.store.lookup(interest)
+        if data is None:
+            return Nack.for_interest(interest, NackReason.NO_ROUTE)
+        index = segment_index(data.name.comps[-1])
+        if index in self.corrupt:
+            data = Data(data.name, b"\xff" * len(data.content), freshness_ms=data.freshness_ms)
+        return decode(encode(data))  # type: ignore[return-value]
+
+    def send(self, packet: Interest) -> None:
+        self.sent += 1
+        self.streams[packet.name.comps[:-1]](self._answer(packet))
+
+    async def express(self, interest: Interest, **_: Any) -> Data:
+        answer = self._answer(interest)
+        if isinstance(answer, Nack):
+            raise Nacked(answer.reason.label)
+        return answer
+
+    async def verify(self, data: Data, **_: Any) -> None:
+        self.chain.verify(data)
+
+    @contextmanager
+    def stream(self, prefix: Name, on_packet: Any) -> Iterator[None]:
+        self.streams[prefix.comps] = on_packet
+        try:
+            yield
+        finally:
+            del self.streams[prefix.comps]
+
+
+async def test_fetch_pipeline_through_any_endpoint(tmp_path) -> None:
+    key = Ed25519Key.generate(Name("/node/t"))
+    blob = os.urandom(9 * 1024 + 3)
+    store = ObjectStore(str(tmp_path), 1 << 20)
+    m = upload(store, "/files/b", blob, 1024, 4096, key)
+    ep = _StoreEndpoint(store, key)
+    seen: list[tuple[int, int]] = []
+    fetched = await fetch_object(ep, "/files/b", progress=lambda done, total: seen.append((done, total)))  # type: ignore[arg-type]
+    assert fetched == blob
+    assert ep.sent == m.segments and seen[-1] == (len(blob), len(blob)) and not ep.streams
+    into = bytearray(b"old")
+    assert await fetch_object(ep, m.manifest_name()[:-1], out=into) is into and into == blob  # type: ignore[arg-type]
+    with pytest.raises(NotFound, match="no such object"):
+        await fetch_object(ep, "/files/nothing")  # type: ignore[arg-type]
+    # a segment that never matches the manifest: refused after MAX_CORRUPT_ATTEMPTS copies, named
+    bad = _StoreEndpoint(store, key, corrupt=frozenset({3}))
+    with pytest.raises(VerificationError, match="seg=3: content does not match"):
+        await fetch_object(bad, "/files/b")  # type: ignore[arg-type]
+    assert bad.sent == m.segments - 1 + MAX_CORRUPT_ATTEMPTS
+    store.close()

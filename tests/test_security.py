@@ -167,14 +167,14 @@ def test_tampered_signature_fails(key: SigningKey) -> None:
 
 
 def test_digest_mismatch_message() -> None:
-    data = dataclasses.replace(make_data("/dm", b"x"), sig_value=bytes(32), wire=None)
+    data = dataclasses.replace(make_data("/dm", b"x"), sig_value=bytes(32))
     with pytest.raises(VerificationError, match="digest mismatch"):
         KeyChain().verify(received(data))
 
 
 def test_bad_length_fails(key: SigningKey) -> None:
     data = make_data("/len", b"x", key=key)
-    short = dataclasses.replace(data, sig_value=data.sig_value[:-1], wire=None)
+    short = dataclasses.replace(data, sig_value=data.sig_value[:-1])
     with pytest.raises(VerificationError, match="bytes"):
         chain_for(key).verify(received(short))
 
@@ -183,20 +183,20 @@ def test_signature_type_swap_fails() -> None:
     """Relabelling an HMAC Data as Ed25519 (same locator) is refused."""
     hmac_key = HmacKey(HMAC_NAME, SECRET)
     data = make_data("/swap", b"x", key=hmac_key)
-    swapped = dataclasses.replace(data, sig_type=SigType.ED25519, sig_value=data.sig_value * 2, wire=None)
+    swapped = dataclasses.replace(data, sig_type=SigType.ED25519, sig_value=data.sig_value * 2)
     with pytest.raises(VerificationError, match="hmac-sha256"):
         chain_for(hmac_key).verify(received(swapped))
 
 
 def test_digest_with_key_locator_fails() -> None:
-    data = dataclasses.replace(make_data("/kl", b"x"), key_locator=Name("/k"), wire=None)
+    data = dataclasses.replace(make_data("/kl", b"x"), key_locator=Name("/k"))
     with pytest.raises(VerificationError, match="key locator"):
         KeyChain().verify(received(data))
 
 
 def test_missing_key_locator_fails() -> None:
     data = make_data("/nokl", b"x", key=Ed25519Key.generate(ALICE))
-    stripped = dataclasses.replace(data, key_locator=None, wire=None)
+    stripped = dataclasses.replace(data, key_locator=None)
     with pytest.raises(VerificationError, match="without a key locator"):
         KeyChain().verify(received(stripped))
 

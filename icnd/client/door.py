@@ -8,7 +8,11 @@
 
 A `Client` is a local face of the node (a Unix stream connection) plus a
 receive task that matches incoming Data and Nacks to pending Interests and
-hands incoming Interests to served handlers.
+hands incoming Interests to served handlers: it implements
+`icnd.endpoint.Endpoint`.  Everything else is a feature written against that
+protocol, which the client hands itself to: fetching and publishing objects
+(`icnd.objects.fetch`), calling and hosting functions (`icnd.compute.caller`,
+`icnd.compute.host`), reductions (`icnd.reduction.consumer`).
 
 What `fetch` verifies (``verify=True``, the default): a DigestSha256 Data
 must match its digest; an Ed25519 or HMAC Data must verify with the key its
@@ -24,48 +28,30 @@ from __future__ import annotations
 import inspect
 import logging
 import os
-import secrets
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Sequence, Union
+from typing import Any, AsyncIterator, Callable, Iterator, Sequence
 
 import msgpack
 import trio
 
-from icnd.codec import MAX_PARAMS_SIZE, decode, encode
-from icnd.compute.rice import CallerSessions
-from icnd.daemon.config import resolve_socket_path
-from icnd.errors import DecodeError, Error, Nacked, NotFound, RemoteError, Timeout, VerificationError
-from icnd.faces.stream import StreamFace, connect_stream
-from icnd.name import T_RNP, T_VERSION, Name, NameLike
-from icnd.objects.manifest import (
-    DEFAULT_SEGMENT_SIZE,
-    MANIFEST,
-    CongestionWindow,
-    Manifest,
-    RttEstimator,
-    check_segment,
-    check_sizes,
-    manifest_name,
-    parse_versioned,
-    segment_index,
-)
+from icnd.codec import decode, encode
+from icnd.compute.caller import Caller
+from icnd.compute.host import FunctionHost, HostLimits
+from icnd.compute.registry import hosted
+from icnd.endpoint import DEFAULT_TIMEOUT, RETX_INTERVAL, Handler, OnPacket, resolve_socket_path
+from icnd.errors import CommandError, DecodeError, Error, Nacked, Timeout, VerificationError, error_data
+from icnd.faces.base import Face
+from icnd.faces.stream import connect_stream
+from icnd.name import T_RNP, Name, NameLike
+from icnd.objects import fetch as objects
+from icnd.objects.manifest import DEFAULT_SEGMENT_SIZE, Manifest
 from icnd.packet import ContentType, Data, Interest, Nack, NackReason, Packet, SigType
-from icnd.security import DigestKey, Ed25519Key, Ed25519VerifyKey, KeyChain, SigningKey
+from icnd.reduction import consumer as reduction
+from icnd.security import DigestKey, Ed25519VerifyKey, KeyChain, SigningKey
 
 log = logging.getLogger("icnd.client")
 
-DEFAULT_TIMEOUT = 4.0
-# A published Data travels to the node inside a management Interest's
-# parameters (codec.MAX_PARAMS_SIZE), less room for the command's framing.
-MAX_PUBLISH_CONTENT = MAX_PARAMS_SIZE - 16 * 1024
-RETX_INTERVAL = 1.0  # retransmit with a fresh nonce while the deadline allows
-
-Handler = Callable[[Interest], Union[bytes, Data, Nack, None, Awaitable[Union[bytes, Data, Nack, None]]]]
 _DIGEST_KEY = DigestKey()
-
-
-class CommandFailed(RemoteError):
-    """A management command was refused by the node (code is HTTP-like)."""
 
 
 class _Pending:
@@ -78,7 +64,7 @@ class _Pending:
 
 
 class Client:
-    def __init__(self, face: StreamFace, nursery: trio.Nursery, *, key: SigningKey | None = None,
+    def __init__(self, face: Face, nursery: trio.Nursery, *, key: SigningKey | None = None,
                  keychain: KeyChain | None = None, socket_path: str = "") -> None:
         self.face = face
         self.socket_path = socket_path
@@ -90,17 +76,17 @@ class Client:
         self._pending: dict[tuple[bytes, ...], list[_Pending]] = {}
         self._prefix_pending = 0
         # object fetches in progress: N/v=V -> callback(packet) for its segments
-        self._streams: dict[tuple[bytes, ...], Callable[[Data | Nack], None]] = {}
+        self._streams: dict[tuple[bytes, ...], OnPacket] = {}
         # calls in progress: rnp= component -> answers the host's reflexive Interests
         self._reflexive: dict[bytes, Handler] = {}
-        self._call_key: Ed25519Key | None = None
-        self.call_sessions = CallerSessions()  # session keys function hosts granted (small calls)
         self._served: list[tuple[Name, Handler]] = []
-        self.node_id: str | None = None  # the node's name (its last component), once asked
+        self._node_name: Name | None = None  # the node's name, once asked
+        self.caller = Caller(self)  # this client's identity and sessions as a caller of functions
         self.closed = False
 
     # --- plumbing --------------------------------------------------------------------
-    def _on_receive(self, face: StreamFace, wire: bytes) -> None:
+    def on_receive(self, face: Face, wire: bytes) -> None:
+        """The face's receive callback: hands each packet from the node to its waiter."""
         try:
             packet = decode(wire)
         except DecodeError as exc:
@@ -111,7 +97,7 @@ class Client:
         elif type(packet) is Data:
             self._on_data(packet)
         else:
-            self._on_nack(packet)  # type: ignore[arg-type]
+            self._on_nack(packet)  # type: ignore[arg-type]  # a Nack: `type() is` narrows no else branch
 
     def _on_data(self, data: Data) -> None:
         comps = data.name.comps
@@ -207,20 +193,9 @@ class Client:
                     must_be_fresh: bool = False, verify: bool = True, lifetime: float | None = None,
                     app_params: bytes | None = None) -> Data:
         """Fetch one Data by name; raises Timeout, Nacked, RemoteError or VerificationError."""
-        name = Name(name)
-        lifetime_ms = int(1000 * (lifetime if lifetime is not None else min(timeout, 60.0)))
-        if app_params is not None:
-            interest = Interest.with_params(name, app_params, lifetime_ms=lifetime_ms,
-                                            can_be_prefix=can_be_prefix, must_be_fresh=must_be_fresh)
-        else:
-            interest = Interest(name, lifetime_ms=lifetime_ms, can_be_prefix=can_be_prefix,
-                                must_be_fresh=must_be_fresh)
-        data = await self.express(interest, timeout=timeout)
-        if verify:
-            await self.verify(data, timeout=timeout)
-        if data.content_type == ContentType.ERROR:
-            raise _remote_error(data)
-        return data
+        return await objects.fetch(self, name, timeout=timeout, can_be_prefix=can_be_prefix,
+                                   must_be_fresh=must_be_fresh, verify=verify, lifetime=lifetime,
+                                   app_params=app_params)
 
     async def verify(self, data: Data, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         """Check `data`'s signature (see the module docstring for what is checked)."""
@@ -248,15 +223,6 @@ class Client:
         """DigestSha256 only (for packets checked against a signed manifest)."""
         return _DIGEST_KEY.sign(data)
 
-    def call_key(self) -> Ed25519Key:
-        """The key that proves who is calling a function: this client's own
-        Ed25519 key, or an ephemeral identity made once per client."""
-        if isinstance(self.key, Ed25519Key):
-            return self.key
-        if self._call_key is None:
-            self._call_key = Ed25519Key.generate(Name(["client", secrets.token_hex(8)]))
-        return self._call_key
-
     @contextmanager
     def reflexive(self, component: bytes, handler: Handler) -> Iterator[None]:
         """Answer reflexive Interests starting with `component` (an rnp=) meanwhile."""
@@ -266,83 +232,15 @@ class Client:
         finally:
             del self._reflexive[component]
 
-    # --- named functions ---------------------------------------------------------------------
-    async def call(self, fn: NameLike, *args: Any, timeout: float = 60.0, pure: bool = False,
-                   lifetime: float = 4.0, reflexive: bool = False) -> Any:
-        """Invoke the named function `fn` with `args` (RICE: the host pulls the
-        arguments over reflexive forwarding, long work comes back as a thunk).
-
-        ``pure=True`` names the call by the digest of its arguments so that
-        Content Stores can answer equal calls (for `icnd.function(pure=True)`).
-        `lifetime` is the trigger Interest's lifetime: work that takes longer
-        comes back as a thunk.  Arguments up to 8 KiB (encoded) ride in the
-        signed trigger itself (one round trip); larger ones, or any with
-        ``reflexive=True``, are pulled by the host over reflexive forwarding.  Raises RemoteError (the function raised or
-        refused), Unauthorized, Nacked (e.g. no-route: nobody serves `fn`),
-        Timeout."""
-        from icnd.compute.rice import call
-
-        return await call(self, Name(fn), args, timeout=timeout, pure=pure, lifetime=lifetime,
-                          reflexive=reflexive)
-
-    @asynccontextmanager
-    async def host(self, functions: dict[str, Callable[..., Any]], *, allow: dict[str, list[str]] | None = None,
-                   max_jobs: int = 32, workers: int = 4, retention: float = 60.0,
-                   pool: str = "threads") -> AsyncIterator[Any]:
-        """Serve named functions from this process while the block runs:
-        ``{"/fn/double": double}``; ``allow`` maps a prefix to the key-name
-        prefixes allowed to call it (default: any validly signed caller);
-        a finished call's result stays fetchable `retention` seconds, then
-        its thunk name answers a signed "gone" error.  Synchronous functions
-        run in `workers` threads, or with ``pool="processes"`` in as many
-        worker processes (then each must be a module-level function,
-        importable by name; ValueError otherwise)."""
-        from icnd.compute.registry import hosted
-        from icnd.compute.rice import FunctionHost, HostLimits
-
-        allow = allow or {}
-        specs = [hosted(prefix, fn, allow.get(prefix, ())) for prefix, fn in functions.items()]
-        node_name = Name((await self.status())["name"])
-        host = FunctionHost(self, specs, node_name, limits=HostLimits(max_jobs=max_jobs, retention=retention),
-                            workers=workers, pool=pool)
-        async with trio.open_nursery() as nursery:
-            await nursery.start(host.run)
-            try:
-                yield host
-            finally:
-                nursery.cancel_scope.cancel()
-
-    async def fetch_segments(self, manifest: Manifest) -> bytes:
-        """The segments `manifest` describes, pipelined and checked, as bytes."""
-        buffer = bytearray(manifest.size)
-        await self._fetch_segments(manifest, _BufferSink(buffer), None)
-        return bytes(buffer)
-
-    async def publish(self, name: NameLike, content: bytes, *, freshness: float | None = None,
-                      content_type: int = ContentType.BLOB, sign_by: str = "auto") -> Data:
-        """Hand a Data to the node, which stores and serves it (persistently with --data-dir).
-
-        ``sign_by``: "client" (this client's key; digest if it has none),
-        "node" (the node's identity key) or "auto" (client key if any, else the node's)."""
-        if sign_by not in ("auto", "client", "node"):
-            raise ValueError("sign_by must be 'auto', 'client' or 'node'")
-        if len(content) > MAX_PUBLISH_CONTENT:
-            raise ValueError(
-                f"{name}: {len(content)} bytes is more than one published packet holds "
-                f"({MAX_PUBLISH_CONTENT} bytes); publish larger content as a segmented object"
-            )
-        by_node = sign_by == "node" or (sign_by == "auto" and self.key is None)
-        freshness_ms = 3_600_000 if freshness is None else int(freshness * 1000)
-        data = Data(Name(name), bytes(content), content_type, freshness_ms)
-        if not by_node:
-            data = self.sign(data)
-        result = await self.command("repo", "publish", packets=[encode(data)], sign=by_node)
-        if result["published"] != 1:
-            raise Error(f"{name}: the node did not publish it")
-        return data
-
-    async def unpublish(self, name: NameLike) -> None:
-        await self.command("repo", "unpublish", name=Name(name).to_uri())
+    @contextmanager
+    def stream(self, prefix: Name, on_packet: OnPacket) -> Iterator[None]:
+        """Hand Data and Nacks named `prefix` plus one component to `on_packet` meanwhile."""
+        key = prefix.comps
+        self._streams[key] = on_packet
+        try:
+            yield
+        finally:
+            self._streams.pop(key, None)
 
     @asynccontextmanager
     async def serve(self, prefix: NameLike, handler: Handler, *, cost: int = 0) -> AsyncIterator[None]:
@@ -391,8 +289,7 @@ class Client:
                 reply = await reply
         except Exception as exc:
             log.warning("handler for %s raised %s", interest.name, exc)
-            payload = msgpack.packb({"code": type(exc).__name__, "message": str(exc)})
-            reply = Data(interest.name, payload, ContentType.ERROR)
+            reply = error_data(interest.name, type(exc).__name__, str(exc))
         if reply is None:
             return
         if isinstance(reply, Nack):
@@ -409,7 +306,59 @@ class Client:
         if not self.face.closed:
             self.send(reply)
 
-    # --- large objects -----------------------------------------------------------------------
+    # --- named functions ---------------------------------------------------------------------
+    async def call(self, fn: NameLike, *args: Any, timeout: float = 60.0, pure: bool = False,
+                   lifetime: float = 4.0, reflexive: bool = False) -> Any:
+        """Invoke the named function `fn` with `args` (RICE: the host pulls the
+        arguments over reflexive forwarding, long work comes back as a thunk).
+
+        ``pure=True`` names the call by the digest of its arguments so that
+        Content Stores can answer equal calls (for `icnd.function(pure=True)`).
+        `lifetime` is the trigger Interest's lifetime: work that takes longer
+        comes back as a thunk.  Arguments up to 8 KiB (encoded) ride in the
+        signed trigger itself (one round trip); larger ones, or any with
+        ``reflexive=True``, are pulled by the host over reflexive forwarding.  Raises RemoteError (the function raised or
+        refused), Unauthorized, Nacked (e.g. no-route: nobody serves `fn`),
+        Timeout."""
+        return await self.caller.call(Name(fn), args, timeout=timeout, pure=pure, lifetime=lifetime,
+                                      reflexive=reflexive)
+
+    @asynccontextmanager
+    async def host(self, functions: dict[str, Callable[..., Any]], *, allow: dict[str, list[str]] | None = None,
+                   max_jobs: int = 32, workers: int = 4, retention: float = 60.0,
+                   pool: str = "threads") -> AsyncIterator[Any]:
+        """Serve named functions from this process while the block runs:
+        ``{"/fn/double": double}``; ``allow`` maps a prefix to the key-name
+        prefixes allowed to call it (default: any validly signed caller);
+        a finished call's result stays fetchable `retention` seconds, then
+        its thunk name answers a signed "gone" error.  Synchronous functions
+        run in `workers` threads, or with ``pool="processes"`` in as many
+        worker processes (then each must be a module-level function,
+        importable by name; ValueError otherwise)."""
+        allow = allow or {}
+        specs = [hosted(prefix, fn, allow.get(prefix, ())) for prefix, fn in functions.items()]
+        host = FunctionHost(self, specs, await self.node_name(),
+                            limits=HostLimits(max_jobs=max_jobs, retention=retention), workers=workers, pool=pool)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(host.run)
+            try:
+                yield host
+            finally:
+                nursery.cancel_scope.cancel()
+
+    # --- named data and large objects (icnd.objects.fetch) ----------------------------------------
+    async def publish(self, name: NameLike, content: bytes, *, freshness: float | None = None,
+                      content_type: int = ContentType.BLOB, sign_by: str = "auto") -> Data:
+        """Hand a Data to the node, which stores and serves it (persistently with --data-dir).
+
+        ``sign_by``: "client" (this client's key; digest if it has none),
+        "node" (the node's identity key) or "auto" (client key if any, else the node's)."""
+        return await objects.publish(self, name, content, freshness=freshness, content_type=content_type,
+                                     sign_by=sign_by)
+
+    async def unpublish(self, name: NameLike) -> None:
+        await self.command("repo", "unpublish", name=Name(name).to_uri())
+
     async def publish_object(self, name: NameLike, source: bytes | bytearray | memoryview | str | os.PathLike,
                              *, segment_size: int = DEFAULT_SEGMENT_SIZE, freshness: float | None = None,
                              progress: Callable[[int, int], None] | None = None) -> Manifest:
@@ -418,78 +367,14 @@ class Client:
         The node stores it (in ``--data-dir`` when it has one) and serves its
         manifest and segments; the manifest is signed by the node's key.
         ``progress(done, total)`` is called as bytes are uploaded."""
-        name = Name(name)
-        freshness_ms = 3_600_000 if freshness is None else int(freshness * 1000)
-        if isinstance(source, (str, os.PathLike)):
-            size = os.path.getsize(source)
-            reader = open(source, "rb")
-        else:
-            view = memoryview(source).cast("B")
-            size = len(view)
-            reader = None
-        check_sizes(size, segment_size)
-        begun = await self.command("object", "begin", name=name.to_uri(), size=size,
-                                   segment_size=segment_size, freshness_ms=freshness_ms)
-        upload = begun["upload"]
-        try:
-            offset = 0
-            while offset < size:
-                if reader is not None:
-                    chunk = reader.read(UPLOAD_CHUNK)
-                    if not chunk:
-                        raise Error(f"{source}: file shrank while it was being published")
-                else:
-                    chunk = bytes(view[offset:offset + UPLOAD_CHUNK])
-                await self.command("object", "append", upload=upload, offset=offset, data=chunk)
-                offset += len(chunk)
-                if progress is not None:
-                    progress(offset, size)
-            info = await self.command("object", "commit", upload=upload)
-        except BaseException:
-            with trio.CancelScope(shield=True), trio.move_on_after(2):
-                try:
-                    await self.command("object", "abort", upload=upload)
-                except Error:
-                    pass
-            raise
-        finally:
-            if reader is not None:
-                reader.close()
-        if progress is not None and size == 0:
-            progress(0, 0)
-        return Manifest(name, info["version"], size, segment_size, b"\0" * (32 * info["segments"]))
+        return await objects.publish_object(self, name, source, segment_size=segment_size, freshness=freshness,
+                                            progress=progress)
 
     async def fetch_manifest(self, name: NameLike, *, timeout: float = DEFAULT_TIMEOUT,
                              verify: bool = True) -> Manifest:
         """The manifest of the newest version of object `name` (or of the
         version named, when `name` ends with ``v=…``)."""
-        name = Name(name)
-        comps = name.comps
-        if comps and comps[-1][0] == T_VERSION:
-            base, ver = name[:-1], int.from_bytes(comps[-1][1:], "big")
-        else:
-            found = await self._discover(name, timeout)
-            parsed = parse_versioned(found.name, name)
-            if parsed is None:
-                raise NotFound(f"{name} is not a published object ({found.name} answered)")
-            base, ver = name, parsed[0]
-            if parsed[1] == MANIFEST and found.content_type == ContentType.MANIFEST:
-                if verify:
-                    await self.verify(found, timeout=timeout)
-                return Manifest.decode(base, found.content)
-        data = await self.fetch(manifest_name(base, ver), timeout=timeout, verify=verify)
-        if data.content_type != ContentType.MANIFEST:
-            raise NotFound(f"{data.name} is not a manifest")
-        return Manifest.decode(base, data.content)
-
-    async def _discover(self, name: Name, timeout: float) -> Data:
-        """What the network has under `name`: its newest manifest, a segment, or a single Data."""
-        try:
-            return await self.fetch(name, timeout=timeout, can_be_prefix=True, must_be_fresh=True, verify=False)
-        except Nacked as exc:
-            if exc.reason == "no-route":
-                raise NotFound(f"{name}: no such object (nobody serves it: {exc})") from None
-            raise
+        return await objects.fetch_manifest(self, name, timeout=timeout, verify=verify)
 
     async def fetch_object(self, name: NameLike, *, timeout: float = 60.0, verify: bool = True,
                            out: str | os.PathLike | bytearray | None = None,
@@ -501,57 +386,11 @@ class Client:
         the fastest way to fetch large objects).  Raises NotFound, Nacked,
         Timeout or VerificationError (naming the segment) — never hangs past
         `timeout`."""
-        name = Name(name)
-        deadline = trio.current_time() + timeout
-        try:
-            with trio.fail_at(deadline):
-                step_timeout = min(timeout, DEFAULT_TIMEOUT)
-                if not (name.comps and name.comps[-1][0] == T_VERSION):
-                    found = await self._discover(name, step_timeout)
-                    if found.name == name and found.content_type != ContentType.MANIFEST:
-                        return await self._single(found, out, verify, step_timeout, progress)
-                manifest = await self.fetch_manifest(name, timeout=step_timeout, verify=verify)
-                if out is None or isinstance(out, bytearray):
-                    buffer = bytearray(manifest.size) if out is None else out
-                    if len(buffer) != manifest.size:
-                        buffer[manifest.size:] = b""
-                        buffer.extend(bytes(manifest.size - len(buffer)))
-                    await self._fetch_segments(manifest, _BufferSink(buffer), progress)
-                    return bytes(buffer) if out is None else buffer
-                with open(out, "wb") as f:
-                    f.truncate(manifest.size)
-                    await self._fetch_segments(manifest, _FileSink(f.fileno()), progress)
-                return b""
-        except trio.TooSlowError:
-            raise Timeout(f"{name}: object not complete within {timeout:g}s") from None
+        return await objects.fetch_object(self, name, timeout=timeout, verify=verify, out=out, progress=progress)
 
-    async def _single(self, data: Data, out: str | os.PathLike | None, verify: bool, timeout: float,
-                      progress: Callable[[int, int], None] | None) -> bytes:
-        """A plain (unsegmented) Data where an object was asked for."""
-        if verify:
-            await self.verify(data, timeout=timeout)
-        if data.content_type == ContentType.ERROR:
-            raise _remote_error(data)
-        if progress is not None:
-            progress(len(data.content), len(data.content))
-        if isinstance(out, bytearray):
-            out[:] = data.content
-            return out
-        if out is None:
-            return data.content
-        with open(out, "wb") as f:
-            f.write(data.content)
-        return b""
-
-    async def _fetch_segments(self, manifest: Manifest, sink: "_Sink",
-                              progress: Callable[[int, int], None] | None) -> None:
-        pipeline = _SegmentPipeline(self, manifest, sink, progress)
-        key = manifest.prefix.comps
-        self._streams[key] = pipeline.on_packet
-        try:
-            await pipeline.run()
-        finally:
-            self._streams.pop(key, None)
+    async def fetch_segments(self, manifest: Manifest) -> bytes:
+        """The segments `manifest` describes, pipelined and checked, as bytes."""
+        return await objects.fetch_segments(self, manifest)
 
     # --- collective reduction (icnd.reduction) ------------------------------------------------
     async def create_group(self, name: str, members: Sequence[str], *, rendezvous: Sequence[str] | None = None,
@@ -564,10 +403,8 @@ class Client:
         nodes, segment s at node s mod n); `deadline` (seconds) caps how long an
         aggregation waits for stragglers.  The same contents again return the
         current version.  Returns the descriptor's fields."""
-        from icnd.reduction.consumer import create_group
-
-        return await create_group(self, name, members, rendezvous=rendezvous, ops=ops,
-                                  segment_bytes=segment_bytes, deadline=deadline, timeout=timeout)
+        return await reduction.create_group(self, name, members, rendezvous=rendezvous, ops=ops,
+                                            segment_bytes=segment_bytes, deadline=deadline, timeout=timeout)
 
     async def group(self, name: str, version: int | None = None) -> dict:
         """The descriptor of group `name` as the node knows it (latest version by default)."""
@@ -580,9 +417,7 @@ class Client:
         """Make `array` member `member`'s (default: this node's name) contribution
         to `round` of `group`, served by this node (segmented, never pickled);
         all of it handed over within `timeout` seconds."""
-        from icnd.reduction.consumer import contribute
-
-        return await contribute(self, group, round, array, member, timeout)
+        return await reduction.contribute(self, group, round, array, member, timeout)
 
     async def reduce(self, group: str, round: int, op: str = "sum", *, timeout: float = 10.0,
                      partial: bool = False, version: int | None = None) -> Any:
@@ -593,9 +428,7 @@ class Client:
         Contributions that disagree in dtype or shape raise RemoteError naming
         the odd members.  `version` picks a group version other than the
         latest (the aggregate of an old round under its old membership)."""
-        from icnd.reduction.consumer import reduce
-
-        return await reduce(self, group, round, op, timeout=timeout, partial=partial, version=version)
+        return await reduction.reduce(self, group, round, op, timeout=timeout, partial=partial, version=version)
 
     async def allreduce(self, group: str, round: int, array: Any, op: str = "sum", *, member: str | None = None,
                         timeout: float = 10.0) -> Any:
@@ -608,7 +441,7 @@ class Client:
 
     # --- management -------------------------------------------------------------------------
     async def command(self, module: str, verb: str, *, timeout: float = 10.0, **args: Any) -> Any:
-        """Run a management command on the node; raises CommandFailed if refused."""
+        """Run a management command on the node; raises CommandError if refused."""
         name = Name([b"localhost", b"icnd", module.encode(), verb.encode()])
         params = msgpack.packb(args, use_bin_type=True)
         interest = Interest.with_params(name, params, lifetime_ms=int(timeout * 1000))
@@ -618,8 +451,15 @@ class Client:
         except Exception:
             raise Error(f"{module} {verb}: malformed reply from the node") from None
         if not reply.get("ok"):
-            raise CommandFailed(str(reply.get("code", 500)), reply.get("error", "command failed"))
+            status = reply.get("code", 500)
+            raise CommandError(status if type(status) is int else 500, reply.get("error", "command failed"))
         return reply.get("result")
+
+    async def node_name(self) -> Name:
+        """The name of the node this client is attached to (asked once)."""
+        if self._node_name is None:
+            self._node_name = Name((await self.status())["name"])
+        return self._node_name
 
     async def status(self) -> dict:
         return await self.command("status", "get")
@@ -627,14 +467,6 @@ class Client:
     async def aclose(self) -> None:
         self.closed = True
         await self.face.aclose()
-
-
-def _remote_error(data: Data) -> RemoteError:
-    try:
-        body = msgpack.unpackb(data.content, raw=False)
-        return RemoteError(str(body.get("code", "error")), str(body.get("message", "")))
-    except Exception:
-        return RemoteError("error", data.content[:200].decode("utf-8", "replace"))
 
 
 @asynccontextmanager
@@ -650,7 +482,7 @@ async def connect(path: str | None = None, *, key: SigningKey | None = None,
     try:
         async with trio.open_nursery() as nursery:
             client = Client(face, nursery, key=key, keychain=keychain, socket_path=socket_path)
-            nursery.start_soon(face.run, client._on_receive)
+            nursery.start_soon(face.run, client.on_receive)
             try:
                 yield client
             finally:
@@ -672,148 +504,4 @@ def unwrap(group: BaseExceptionGroup) -> BaseException:
     return exc
 
 
-__all__ = ["Client", "CommandFailed", "connect"]
-
-
-UPLOAD_CHUNK = MAX_PUBLISH_CONTENT  # bytes per object/append command
-MAX_BYTES_IN_FLIGHT = 8 * 1024 * 1024  # half a stream face's send queue (16 MiB)
-MAX_SEGMENT_ATTEMPTS = 8
-MAX_CORRUPT_ATTEMPTS = 3
-
-
-class _Sink:
-    def write(self, offset: int, content: bytes) -> None:
-        raise NotImplementedError
-
-
-class _BufferSink(_Sink):
-    def __init__(self, buffer: bytearray) -> None:
-        self.view = memoryview(buffer)
-
-    def write(self, offset: int, content: bytes) -> None:
-        self.view[offset:offset + len(content)] = content
-
-
-class _FileSink(_Sink):
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-
-    def write(self, offset: int, content: bytes) -> None:
-        os.pwrite(self.fd, content, offset)
-
-
-class _SegmentPipeline:
-    """One object fetch: a window of outstanding segment Interests (AIMD),
-    RTO from SRTT + 4·RTTVAR with backoff, retransmission with fresh nonces,
-    out-of-order placement into the sink, digest check of every segment."""
-
-    def __init__(self, client: Client, manifest: Manifest, sink: _Sink,
-                 progress: Callable[[int, int], None] | None) -> None:
-        self.client = client
-        self.manifest = manifest
-        self.sink = sink
-        self.progress = progress
-        self.rtt = RttEstimator()
-        # never more Data in flight than a face's send queue can hold: beyond
-        # that the node drops segments and only timeouts would recover them
-        self.window = CongestionWindow(maximum=max(2.0, MAX_BYTES_IN_FLIGHT / manifest.segment_size))
-        self.next_index = 0
-        self.retx: list[int] = []
-        self.outstanding: dict[int, tuple[float, int, int]] = {}  # index -> (sent_at, nonce, attempt)
-        self.attempts: dict[int, int] = {}
-        self.corrupt: dict[int, int] = {}
-        self.done = 0
-        self.bytes_done = 0
-        self.wakeup = trio.Event()
-        self.arrived: list[Data | Nack] = []
-        self.lifetime_ms = 4000
-
-    def on_packet(self, packet: Data | Nack) -> None:
-        self.arrived.append(packet)
-        self.wakeup.set()
-
-    def _send(self, index: int, now: float) -> None:
-        attempt = self.attempts.get(index, 0) + 1
-        if attempt > MAX_SEGMENT_ATTEMPTS:
-            raise Timeout(f"{self.manifest.segment_name(index)}: no answer after {MAX_SEGMENT_ATTEMPTS} attempts")
-        self.attempts[index] = attempt
-        interest = Interest(self.manifest.segment_name(index), lifetime_ms=self.lifetime_ms)
-        self.outstanding[index] = (now, interest.nonce, attempt)
-        self.client.send(interest)
-
-    async def run(self) -> None:
-        total = self.manifest.segments
-        while self.done < total:
-            now = trio.current_time()
-            while len(self.outstanding) < self.window.size and (self.retx or self.next_index < total):
-                if self.retx:
-                    index = self.retx.pop()
-                else:
-                    index = self.next_index
-                    self.next_index += 1
-                self._send(index, now)
-            rto = self.rtt.timeout()
-            earliest = min((sent for sent, _, _ in self.outstanding.values()), default=now)
-            with trio.move_on_at(earliest + rto):
-                await self.wakeup.wait()
-            self.wakeup = trio.Event()
-            arrived, self.arrived = self.arrived, []
-            now = trio.current_time()
-            for packet in arrived:
-                self._on_arrival(packet, now)
-            self._check_timeouts(now)
-
-    def _index_of(self, packet: Data | Nack) -> int | None:
-        index = segment_index(packet.name.comps[-1])
-        if index is None or index not in self.outstanding:
-            return None
-        return index
-
-    def _on_arrival(self, packet: Data | Nack, now: float) -> None:
-        index = self._index_of(packet)
-        if index is None:
-            return  # a late duplicate of a segment already placed
-        sent_at, nonce, attempt = self.outstanding[index]
-        if isinstance(packet, Nack):
-            if packet.nonce != nonce:
-                return
-            del self.outstanding[index]
-            if packet.reason in (NackReason.CONGESTION, NackReason.NO_RESOURCES):
-                self.window.on_loss(now, self.rtt.srtt or self.rtt.rto)
-                self.retx.append(index)
-                return
-            raise Nacked(packet.reason.label, f"{packet.name}: nacked {packet.reason.label}"
-                         + (f" ({packet.detail})" if packet.detail else ""))
-        del self.outstanding[index]
-        manifest = self.manifest
-        if not check_segment(manifest, index, packet.content):
-            bad = self.corrupt[index] = self.corrupt.get(index, 0) + 1
-            if bad >= MAX_CORRUPT_ATTEMPTS:
-                raise VerificationError(
-                    f"{packet.name}: content does not match the manifest's digest "
-                    f"({bad} copies received, all corrupt)"
-                )
-            self.retx.append(index)
-            return
-        if attempt == 1:
-            self.rtt.sample(now - sent_at)
-        else:
-            self.rtt.reset_backoff()  # the path delivers again: stop stretching the timer
-        self.window.on_answer()
-        start, _ = manifest.segment_range(index)
-        self.sink.write(start, packet.content)
-        self.done += 1
-        self.bytes_done += len(packet.content)
-        if self.progress is not None:
-            self.progress(self.bytes_done, manifest.size)
-
-    def _check_timeouts(self, now: float) -> None:
-        rto = self.rtt.timeout()
-        expired = [i for i, (sent, _, _) in self.outstanding.items() if now - sent >= rto]
-        if not expired:
-            return
-        self.rtt.back_off()
-        self.window.on_loss(now, self.rtt.srtt or rto)
-        for index in expired:
-            del self.outstanding[index]
-            self.retx.append(index)
+__all__ = ["Client", "connect", "unwrap"]

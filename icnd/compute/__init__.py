@@ -1,1 +1,9 @@
-"""Named functions: the codec of their arguments and results (`values`), and more to come."""
+"""Named functions.
+
+- `values`: the codec of their arguments and results (never pickled);
+- `registry`: the `icnd.function` decorator, ``MODULE:CALLABLE`` loading,
+  the per-function settings a host needs;
+- `rice`: the call protocol both sides share (names, proofs, session keys);
+- `caller` / `host`: its two sides, written against `icnd.endpoint.Endpoint`;
+- `pool`: the worker threads or processes a host runs sync functions in.
+"""

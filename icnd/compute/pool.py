@@ -39,6 +39,7 @@ import trio
 
 from icnd.compute.registry import load_callable
 from icnd.compute.values import decode_value, encode_value
+from icnd.errors import Error
 
 log = logging.getLogger("icnd.compute")
 
@@ -47,7 +48,7 @@ POOLS = ("threads", "processes")
 _loaded: dict[str, Callable[..., Any]] = {}  # in a worker: the functions imported so far
 
 
-class WorkerError(Exception):
+class WorkerError(Error):
     """A function run in a worker raised (or the worker died): the exception's type name and message."""
 
     def __init__(self, type_name: str, message: str) -> None:
@@ -83,12 +84,13 @@ class ThreadPool:
         if self._token is None:
             self._token = trio.lowlevel.current_trio_token()
         if len(self._threads) < self.workers:
-            thread = threading.Thread(target=self._work, name=f"icnd-fn-{len(self._threads)}", daemon=True)
+            thread = threading.Thread(target=self._work, args=(self._token,), name=f"icnd-fn-{len(self._threads)}",
+                                      daemon=True)
             self._threads.append(thread)
             thread.start()
         self._calls.put((call, on_done))
 
-    def _work(self) -> None:
+    def _work(self, token: trio.lowlevel.TrioToken) -> None:
         calls, finished, lock = self._calls, self._finished, self._lock
         while True:
             item = calls.get()
@@ -108,7 +110,7 @@ class ThreadPool:
                     continue
                 self._drain_pending = True
             try:
-                self._token.run_sync_soon(self._drain)  # type: ignore[union-attr]
+                token.run_sync_soon(self._drain)
             except trio.RunFinishedError:
                 return
 
@@ -191,8 +193,8 @@ class ProcessPool:
         except BaseException as exc:  # e.g. the arguments could not be sent to the worker
             raise WorkerError(type(exc).__name__, str(exc)) from None
         if not ok:
-            raise WorkerError(*value)  # type: ignore[misc]
-        return value  # type: ignore[return-value]
+            raise WorkerError(*value)
+        return value  # type: ignore[return-value]  # ok: value is the encoded result
 
     def _discard(self, executor: ProcessPoolExecutor) -> None:
         """Stop using a broken pool (the next call starts a fresh one)."""

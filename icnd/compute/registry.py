@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar, overload
 
 from icnd.name import Name
 
@@ -20,7 +20,18 @@ class FunctionInfo:
     freshness_ms: int = 3_600_000  # how long a pure result may be cached
 
 
-def function(_fn: Callable | None = None, *, pure: bool = False, freshness: float = 3600.0):  # type: ignore[no-untyped-def]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@overload
+def function(_fn: F, *, pure: bool = ..., freshness: float = ...) -> F: ...
+
+
+@overload
+def function(_fn: None = None, *, pure: bool = ..., freshness: float = ...) -> Callable[[F], F]: ...
+
+
+def function(_fn: F | None = None, *, pure: bool = False, freshness: float = 3600.0) -> F | Callable[[F], F]:
     """Mark a callable as a named function.
 
     ``pure=True`` declares that the result is determined by the name and the
@@ -28,7 +39,7 @@ def function(_fn: Callable | None = None, *, pure: bool = False, freshness: floa
     ``params-sha256=`` are answered from Content Stores, and the host
     memoizes RICE calls), so equal calls run the function once."""
 
-    def mark(fn: Callable) -> Callable:
+    def mark(fn: F) -> F:
         setattr(fn, _ATTR, FunctionInfo(pure=pure, freshness_ms=int(freshness * 1000)))
         return fn
 

@@ -147,8 +147,7 @@ _NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"
           "float16", "float32", "float64", "complex64", "complex128")
 _DTYPES: dict[str, np.dtype] = {}
 for _name in _NAMES:
-    for _order in "<>":
-        _dt = np.dtype(_name).newbyteorder(_order)
+    for _dt in (np.dtype(_name).newbyteorder("<"), np.dtype(_name).newbyteorder(">")):
         _DTYPES[_dt.str] = _dt
 ALLOWED_DTYPES: frozenset[str] = frozenset(_DTYPES)
 """Every ``dtype.str`` an array may have, e.g. ``"<f4"``, ``">c16"``, ``"|b1"``."""
@@ -481,7 +480,7 @@ class _Encoder:
         self.flush()
         self.chunks.append(b"\xc9" + plen.to_bytes(4, "big") + b"\x01" + hdr)
         if nbytes:
-            self.chunks.append(memoryview(a.reshape(-1).view(np.uint8)))
+            self.chunks.append(a.reshape(-1).view(np.uint8).data)
 
 
 def _encode(value: Any, root: str) -> bytes:

@@ -189,8 +189,10 @@ class SegmentBuilder:
         if got != length:
             raise OSError(f"{name}: short read ({got} of {length} bytes)")
         buffer[start + length:] = tail
-        return new_data(name, view[start:start + length], int(ContentType.BLOB), self.freshness_ms,
-                        self._final, int(SigType.DIGEST_SHA256), None, sig, buffer)
+        # content and wire are views of one buffer, not bytes objects (that would be two more copies)
+        return new_data(name, view[start:start + length],  # type: ignore[arg-type]  # bytes-like, read-only use
+                        int(ContentType.BLOB), self.freshness_ms, self._final, int(SigType.DIGEST_SHA256), None, sig,
+                        buffer)  # type: ignore[arg-type]  # bytes-like: the encoding is only ever sent
 
 
 def _bin_header(length: int) -> bytes:

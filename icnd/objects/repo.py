@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections import OrderedDict
+from typing import cast
 
 from icnd.codec import decode, encode
 from icnd.packet import Data
@@ -45,8 +46,8 @@ class Repo:
     def names(self) -> list[Data]:
         """Every stored Data (used at start-up to announce routes)."""
         if self._db is None:
-            return [decode(w) for w in self._mem.values()]  # type: ignore[misc]
-        return [decode(bytes(w)) for (w,) in self._db.execute("SELECT wire FROM data ORDER BY seq")]  # type: ignore[misc]
+            return [_data(w) for w in self._mem.values()]
+        return [_data(bytes(w)) for (w,) in self._db.execute("SELECT wire FROM data ORDER BY seq")]
 
     def __len__(self) -> int:
         if self._db is None:
@@ -78,7 +79,7 @@ class Repo:
             seq, wire = self._db.execute("SELECT seq, wire FROM data ORDER BY seq LIMIT 1").fetchone()
             self._db.execute("DELETE FROM data WHERE seq = ?", (seq,))
         self.bytes_used -= len(wire)
-        return decode(bytes(wire))  # type: ignore[return-value]
+        return _data(bytes(wire))
 
     def get(self, comps: tuple[bytes, ...]) -> Data | None:
         if self._db is None:
@@ -86,7 +87,7 @@ class Repo:
         else:
             row = self._db.execute("SELECT wire FROM data WHERE name = ?", (self._key(comps),)).fetchone()
             wire = None if row is None else bytes(row[0])
-        return None if wire is None else decode(wire)  # type: ignore[return-value]
+        return None if wire is None else _data(wire)
 
     def delete(self, comps: tuple[bytes, ...]) -> bool:
         if self._db is None:
@@ -106,3 +107,8 @@ class Repo:
         if self._db is not None:
             self._db.close()
             self._db = None
+
+
+def _data(wire: bytes) -> Data:
+    """A stored wire, decoded: only Data is ever stored (`put`)."""
+    return cast(Data, decode(wire))

@@ -29,8 +29,10 @@ import sqlite3
 import tempfile
 import time
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 from icnd.codec import decode, encode
+from icnd.errors import Error
 from icnd.name import T_SEGMENT, Name
 from icnd.objects.manifest import MANIFEST, Manifest, SegmentBuilder, check_sizes, segment_count
 from icnd.packet import ContentType, Data, Interest
@@ -39,7 +41,7 @@ from icnd.security import SigningKey
 MANIFEST_FRESHNESS_MS = 1000  # discovery asks MustBeFresh: new versions show within a second
 
 
-class ObjectStoreError(Exception):
+class ObjectStoreError(Error):
     """A refused upload (bad arguments, out of order, over capacity, unknown id)."""
 
 
@@ -60,15 +62,16 @@ class Upload:
     segment_size: int
     freshness_ms: int
     path: str
-    file: object
+    file: BinaryIO
     builder: SegmentBuilder
     received: int = 0
     touched: float = field(default_factory=time.monotonic)
     digests: list[bytes] = field(default_factory=list)
     sigs: list[bytes] = field(default_factory=list)
     filled: int = 0  # bytes of the current segment received so far
-    content_hash: object = None  # SHA-256 of the current segment's content
-    sig_hash: object = None  # SHA-256 of the current segment's packet (DigestSha256)
+    # SHA-256 of the current segment's content, and of its packet (DigestSha256): see `_start_segment`
+    content_hash: "hashlib._Hash" = field(default_factory=hashlib.sha256)
+    sig_hash: "hashlib._Hash" = field(default_factory=hashlib.sha256)
 
 
 class ObjectStore:
@@ -164,14 +167,14 @@ class ObjectStore:
             raise ObjectStoreError(f"upload {upload_id}: expected offset {upload.received}, got {offset}")
         if upload.received + len(chunk) > upload.size:
             raise ObjectStoreError(f"upload {upload_id}: more than the declared {upload.size} bytes")
-        upload.file.write(chunk)  # type: ignore[attr-defined]
+        upload.file.write(chunk)
         view = memoryview(chunk)
         while view:
             seg_len = self._segment_length(upload, len(upload.digests))
             take = min(len(view), seg_len - upload.filled)
             piece = view[:take]
-            upload.content_hash.update(piece)  # type: ignore[attr-defined]
-            upload.sig_hash.update(piece)  # type: ignore[attr-defined]
+            upload.content_hash.update(piece)
+            upload.sig_hash.update(piece)
             upload.filled += take
             view = view[take:]
             if upload.filled == seg_len:
@@ -186,7 +189,7 @@ class ObjectStore:
         return min(upload.segment_size, upload.size - start)
 
     def _finish_segment(self, upload: Upload) -> None:
-        upload.digests.append(upload.content_hash.digest())  # type: ignore[attr-defined]
+        upload.digests.append(upload.content_hash.digest())
         upload.sigs.append(upload.builder.finish_sig(upload.sig_hash))
         if len(upload.digests) < upload.builder.manifest.segments:
             self._start_segment(upload)
@@ -197,7 +200,7 @@ class ObjectStore:
             raise ObjectStoreError(f"upload {upload_id}: {upload.received} of {upload.size} bytes received")
         if upload.size == 0:
             self._finish_segment(upload)  # the one empty segment
-        upload.file.close()  # type: ignore[attr-defined]
+        upload.file.close()
         del self._uploads[upload_id]
         placeholder = upload.builder.manifest
         manifest = Manifest(upload.name, placeholder.version, upload.size, upload.segment_size,
@@ -220,7 +223,7 @@ class ObjectStore:
         self._drop_upload(upload_id, upload)
 
     def _drop_upload(self, upload_id: str, upload: Upload) -> None:
-        upload.file.close()  # type: ignore[attr-defined]
+        upload.file.close()
         try:
             os.unlink(upload.path)
         except FileNotFoundError:

@@ -8,7 +8,10 @@ The pieces (the protocol is in docs/reduction.md):
   msgpack header, then the raw array bytes) and the combining arithmetic.
 - `contrib`: the node's store of its members' contributions, which answers
   contribution Interests (holding them until the member contributes).
-- the in-network part lives in the forwarder: `icnd.core.aggregate`.
+- `aggregate`: the in-network part, the forwarder's handler of the
+  ``/reduce`` namespace (`icnd.core.hooks`).
+- `consumer`: the application's side (create, contribute, reduce), written
+  against `icnd.endpoint.Endpoint`.
 """
 
 from icnd.reduction.group import GroupDescriptor, Member, ReduceRequest

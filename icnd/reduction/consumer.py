@@ -1,34 +1,32 @@
 """The client side of reduction: create groups, contribute, fetch aggregates.
 
-Used through `icnd.Client` (`create_group`, `contribute`, `reduce`,
-`allreduce`).  A reduction is fetched segment by segment: segment 0 first
-(it tells the dtype, shape and number of segments), then the rest with a
-window of `window` outstanding requests.  Each request's lifetime ends at the
-call's deadline, and a request is re-sent (new nonce, the remaining
-lifetime) every `RETX` seconds, so a retransmission never moves an
-aggregation's deadline.
+Written against `icnd.endpoint.Endpoint`, used through `icnd.Client`
+(`create_group`, `contribute`, `reduce`, `allreduce`).  A reduction is
+fetched segment by segment: segment 0 first (it tells the dtype, shape and
+number of segments), then the rest with a window of `window` outstanding
+requests.  Each request's lifetime ends at the call's deadline, and a
+request is re-sent (new nonce, the remaining lifetime) every `RETX`
+seconds, so a retransmission never moves an aggregation's deadline.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import partial as bind
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
+from typing import Any, Awaitable, Callable, Sequence
 
 import msgpack
 import numpy as np
 import trio
 
 from icnd.codec import decode, encode
-from icnd.errors import Error, Nacked, Timeout
+from icnd.endpoint import Endpoint
+from icnd.errors import Error, Nacked, Timeout, raise_for_error
 from icnd.name import Name
-from icnd.packet import ContentType, Data, Interest, NackReason
+from icnd.packet import Data, Interest, NackReason
 from icnd.security import DigestKey
 from icnd.reduction.group import CONSUMER_OPS, GroupDescriptor, contrib_name, reduce_interest, remote_contribute_name
 from icnd.reduction.segment import SegmentError, SegmentMeta, check_dtype, pack, plan, unpack
-
-if TYPE_CHECKING:
-    from icnd.client.door import Client
 
 RETX = 0.5  # seconds between re-sent aggregate requests
 WINDOW = 8
@@ -64,12 +62,6 @@ def _first(exc: BaseException) -> BaseException:
     return exc
 
 
-def _remote_error(data: Data) -> Error:
-    from icnd.client.door import _remote_error as convert
-
-    return convert(data)
-
-
 @dataclass
 class Reduced:
     """The result of `Client.reduce`.
@@ -100,23 +92,21 @@ class Reduced:
         return self.array if dtype is None else self.array.astype(dtype)
 
 
-async def group_descriptor(client: "Client", group: str, version: int | None = None,
+async def group_descriptor(ep: Endpoint, group: str, version: int | None = None,
                            ) -> tuple[GroupDescriptor, bytes]:
-    info = await client.command("group", "show", name=group, **({} if version is None else {"version": version}))
+    info = await ep.command("group", "show", name=group, **({} if version is None else {"version": version}))
     wire = info["descriptor"]
     data = decode(wire)
     assert isinstance(data, Data)
     return GroupDescriptor.from_data(data), wire
 
 
-async def node_id(client: "Client") -> str:
-    if client.node_id is None:
-        name = Name((await client.status())["name"])
-        client.node_id = name.comps[-1][1:].decode("utf-8", "replace")
-    return client.node_id
+async def node_id(ep: Endpoint) -> str:
+    """The id of the node `ep` is attached to: its name's last component."""
+    return (await ep.node_name()).comps[-1][1:].decode("utf-8", "replace")
 
 
-async def create_group(client: "Client", name: str, members: Sequence[str], *, rendezvous: Sequence[str] | None,
+async def create_group(ep: Endpoint, name: str, members: Sequence[str], *, rendezvous: Sequence[str] | None,
                        ops: Sequence[str] | None, segment_bytes: int | None, deadline: float | None,
                        timeout: float) -> dict:
     args: dict[str, Any] = {"name": name, "members": [str(m) for m in members]}
@@ -128,11 +118,13 @@ async def create_group(client: "Client", name: str, members: Sequence[str], *, r
         args["segment_bytes"] = segment_bytes
     if deadline:
         args["deadline_ms"] = int(deadline * 1000)
-    info = await client.command("group", "create", **args)
-    desc = GroupDescriptor.from_data(decode(info["descriptor"]))  # type: ignore[arg-type]
+    info = await ep.command("group", "create", **args)
+    created = decode(info["descriptor"])
+    assert isinstance(created, Data)
+    desc = GroupDescriptor.from_data(created)
     key = info.get("key")
     if key is not None:  # a version this node signed: announce it to the nodes that need it
-        me = await node_id(client)
+        me = await node_id(ep)
         nodes = [n for n in dict.fromkeys([m.node for m in desc.members] + list(desc.rendezvous)) if n != me]
         params = msgpack.packb({"desc": info["descriptor"], "key": key})
         failed: list[str] = []
@@ -141,9 +133,7 @@ async def create_group(client: "Client", name: str, members: Sequence[str], *, r
             interest = Interest.with_params(Name(["node", node, "group", "install"]), params,
                                             lifetime_ms=int(timeout * 1000))
             try:
-                answer = await client.express(interest, timeout=timeout, retx=None)
-                if answer.content_type == ContentType.ERROR:
-                    raise _remote_error(answer)
+                raise_for_error(await ep.express(interest, timeout=timeout, retx=None))
             except Error as exc:
                 failed.append(f"{node} ({exc})")
 
@@ -155,11 +145,11 @@ async def create_group(client: "Client", name: str, members: Sequence[str], *, r
     return {k: v for k, v in info.items() if k not in ("descriptor", "key")}
 
 
-async def contribute(client: "Client", group: str, rnd: int, array: Any, member: str | None,
+async def contribute(ep: Endpoint, group: str, rnd: int, array: Any, member: str | None,
                      timeout: float = 30.0) -> dict:
     deadline = trio.current_time() + timeout
-    desc, _ = await group_descriptor(client, group)
-    me = await node_id(client)
+    desc, _ = await group_descriptor(ep, group)
+    me = await node_id(ep)
     member = member or me
     try:
         m = desc.members[desc.index(member)]
@@ -185,9 +175,9 @@ async def contribute(client: "Client", group: str, rnd: int, array: Any, member:
                                  freshness_ms=CONTRIB_FRESHNESS_MS))
         remaining = max(0.1, deadline - trio.current_time())
         if m.node == me:
-            result = await client.command("reduce", "contribute", packets=[encode(data)], timeout=remaining)
+            result = await ep.command("reduce", "contribute", packets=[encode(data)], timeout=remaining)
         else:  # the member lives elsewhere: hand the segment to its node through the network
-            result = await _contribute_remote(client, m.node, member, data, remaining)
+            result = await _contribute_remote(ep, m.node, member, data, remaining)
         added += result["added"]
 
     await _run_all([bind(send, s) for s in range(nseg)], CONTRIBUTE_WINDOW)
@@ -195,29 +185,25 @@ async def contribute(client: "Client", group: str, rnd: int, array: Any, member:
             "dtype": dt.str, "shape": list(arr.shape)}
 
 
-async def _contribute_remote(client: "Client", node: str, member: str, data: Data, timeout: float) -> dict:
+async def _contribute_remote(ep: Endpoint, node: str, member: str, data: Data, timeout: float) -> dict:
     """One contribution segment to `member`'s node `node`: an Interest
     ``/node/<node>/member/<member>/contribute`` carrying the segment's Data."""
-    from icnd.client.door import CommandFailed
-
     interest = Interest.with_params(remote_contribute_name(node, member), encode(data),
                                     lifetime_ms=max(10, int(timeout * 1000)))
-    answer = await client.express(interest, timeout=timeout, retx=min(RETX * 2, timeout))
-    if answer.content_type == ContentType.ERROR:
-        error = _remote_error(answer)
-        raise CommandFailed(getattr(error, "code", "500"), getattr(error, "message", str(error)))
-    await client.verify(answer)
+    answer = await ep.express(interest, timeout=timeout, retx=min(RETX * 2, timeout))
+    raise_for_error(answer)  # a refusal carries its status: CommandError, as a local contribution's
+    await ep.verify(answer)
     return msgpack.unpackb(answer.content, raw=False)
 
 
-async def reduce(client: "Client", group: str, rnd: int, op: str, *, timeout: float, partial: bool,
+async def reduce(ep: Endpoint, group: str, rnd: int, op: str, *, timeout: float, partial: bool,
                  version: int | None = None, window: int = WINDOW) -> Reduced:
     if op not in CONSUMER_OPS:
         raise ValueError(f"unknown op {op!r}; known: {', '.join(CONSUMER_OPS)}")
     deadline = trio.current_time() + timeout
-    desc, wire = await group_descriptor(client, group, version)
+    desc, wire = await group_descriptor(ep, group, version)
     net_op = "sum" if op == "mean" else op
-    fetch = _Fetcher(client, desc, wire, net_op, rnd, partial, deadline)
+    fetch = _Fetcher(ep, desc, wire, net_op, rnd, partial, deadline)
     first = await fetch.segment(0)
     meta0 = first[0]
     dt = np.dtype(meta0.dtype)
@@ -254,13 +240,13 @@ async def reduce(client: "Client", group: str, rnd: int, op: str, *, timeout: fl
 
 
 class _Fetcher:
-    def __init__(self, client: "Client", desc: GroupDescriptor, wire: bytes, op: str, rnd: int, partial: bool,
+    def __init__(self, ep: Endpoint, desc: GroupDescriptor, wire: bytes, op: str, rnd: int, partial: bool,
                  deadline: float) -> None:
-        self.client, self.desc, self.wire, self.op, self.round = client, desc, wire, op, rnd
+        self.ep, self.desc, self.wire, self.op, self.round = ep, desc, wire, op, rnd
         self.partial, self.deadline = partial, deadline
 
     async def segment(self, s: int) -> tuple[SegmentMeta, np.ndarray]:
-        client, desc = self.client, self.desc
+        ep, desc = self.ep, self.desc
         while True:
             remaining = self.deadline - trio.current_time()
             if remaining <= 0.01:
@@ -268,16 +254,15 @@ class _Fetcher:
             interest = reduce_interest(self.wire, desc.group, self.op, self.round, s, partial=self.partial,
                                        lifetime_ms=max(10, int(remaining * 1000)))
             try:
-                data = await client.express(interest, timeout=min(remaining, RETX), retx=None)
+                data = await ep.express(interest, timeout=min(remaining, RETX), retx=None)
             except Timeout:
                 continue
             except Nacked as exc:
                 if exc.reason == NackReason.NOT_YET.label:
                     raise Timeout(str(exc)) from None
                 raise
-            if data.content_type == ContentType.ERROR:
-                raise _remote_error(data)
-            await client.verify(data)
+            raise_for_error(data)
+            await ep.verify(data)
             try:
                 meta, view = unpack(data.content, seg_bytes=desc.seg_bytes, max_bytes=desc.max_bytes,
                                     n_members=len(desc.members))

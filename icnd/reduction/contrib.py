@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+from icnd.errors import Error
 from icnd.packet import Data, Interest, Nack, NackReason, SigType
 from icnd.security import KEY_ID_LEN, DigestKey, Ed25519VerifyKey, signed_portion
 from icnd.reduction.group import GroupDescriptor, parse_contrib_name
@@ -33,7 +34,7 @@ MAX_GROUPS = 1024
 VERSIONS_KEPT = 16
 
 
-class ReductionError(ValueError):
+class ReductionError(Error, ValueError):
     """A refused group or contribution operation; `code` is HTTP-like."""
 
     def __init__(self, code: int, message: str) -> None:

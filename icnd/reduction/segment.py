@@ -25,13 +25,15 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from icnd.errors import Error
+
 HEADER = struct.Struct(">I")
 MAX_HEADER = 8192
 MAX_NDIM = 32
 KINDS = "fiu"
 
 
-class SegmentError(ValueError):
+class SegmentError(Error, ValueError):
     """A segment that cannot be used: malformed, or not what the group expects."""
 
 

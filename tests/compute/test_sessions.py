@@ -1,5 +1,5 @@
-"""RICE session keys (icnd.compute.rice): a small call's Ed25519-signed key
-offer, the host's GRANT, and the MACs both sides check afterwards."""
+"""RICE session keys (icnd.compute.caller / host): a small call's Ed25519-signed
+key offer, the host's GRANT, and the MACs both sides check afterwards."""
 
 from __future__ import annotations
 
@@ -12,18 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from icnd import Name, VerificationError
+from icnd import Name, RemoteError, VerificationError
+from icnd.compute import host as host_module
 from icnd.compute import rice
-from icnd.compute.rice import (
-    MAX_CALLER_FUNCTIONS,
-    MAX_OFFERED_SESSIONS,
-    SESSION_RENEW,
-    SESSION_TTL,
-    CallerSessions,
-    CallSession,
-    FunctionHost,
-    HostLimits,
-)
+from icnd.compute.caller import MAX_CALLER_FUNCTIONS, SESSION_RENEW, Caller, CallerSessions, CallSession
+from icnd.compute.host import FunctionHost, HostLimits
+from icnd.compute.rice import MAX_OFFERED_SESSIONS, SESSION_TTL
+from icnd.errors import error_fields
 from icnd.compute.registry import hosted
 from icnd.packet import ContentType, Data, Interest, SigType
 from icnd.security import Ed25519Key, HmacKey, HmacVerifyKey, KeyChain
@@ -44,15 +39,18 @@ class _HostClient:
         return self.key.sign(data)
 
 
-class _Caller:
-    """What the caller side needs: its sessions and a verifier for the host's key."""
+class _CallerEndpoint:
+    """What the caller side needs of its endpoint here: a verifier for the host's key."""
 
     def __init__(self, host: _HostClient) -> None:
-        self.call_sessions = CallerSessions()
         self.keychain = host.keychain
 
     async def verify(self, data: Data) -> None:
         self.keychain.verify(data)
+
+
+def _caller(host: _HostClient) -> Caller:
+    return Caller(_CallerEndpoint(host))  # type: ignore[arg-type]
 
 
 def _host(**limits) -> tuple[FunctionHost, _HostClient]:
@@ -60,44 +58,44 @@ def _host(**limits) -> tuple[FunctionHost, _HostClient]:
     return FunctionHost(client, [], Name("/node/h"), limits=HostLimits(**limits)), client  # type: ignore[arg-type]
 
 
-async def _establish(host: FunctionHost, caller: _Caller, answer: bytes = b"result") -> tuple[Data, CallSession]:
+async def _establish(host: FunctionHost, caller: Caller, answer: bytes = b"result") -> tuple[Data, CallSession]:
     """One signed small call's answer, granted and accepted: (what the caller reads, its session)."""
     exchange = X25519PrivateKey.generate()
     kx = exchange.public_key().public_bytes_raw()
     plain = host._result_data(FN.append("call"), answer, 0)
     grant = host._grant(plain, kx, CALLER)
     assert grant.content_type == ContentType.GRANT and grant.sig_type == SigType.ED25519
-    opened = await rice._open_small_answer(caller, FN, grant, [], exchange)  # type: ignore[arg-type]
-    (session,) = caller.call_sessions.for_call(FN)
+    opened = await caller._open_small_answer(FN, grant, [], exchange)
+    (session,) = caller.sessions.for_call(FN)
     return opened, session
 
 
 async def test_a_grant_gives_both_sides_the_same_keys() -> None:
     host, host_client = _host()
-    caller = _Caller(host_client)
+    caller = _caller(host_client)
     opened, session = await _establish(host, caller)
     assert (opened.content, opened.content_type) == (b"result", ContentType.BLOB)
     assert session.host == host_client.key.name  # one session per host key
     assert host.counters["fn_sessions_granted"] == 1 and host.tables()["fn_sessions"] == 1
 
     # the caller's proof MAC passes the host's check and names the caller the grant was for
-    message = rice._call_proof(FN.append("call-2"), 1, [b"\x01"])
+    message = rice.call_proof(FN.append("call-2"), 1, [b"\x01"])
     found, ours = host._session_for([[session.sid, session.mac(message)]], message)
     assert ours and found is not None and found.principal == CALLER
     # the host's answer MAC passes the caller's check
     answer = found.answers.sign(Data(FN.append("call-2"), b"42"))
     assert answer.sig_type == SigType.HMAC_SHA256 and answer.key_locator == session.key_name
-    assert await rice._open_small_answer(caller, FN, answer, [session], None) is answer  # type: ignore[arg-type]
+    assert await caller._open_small_answer(FN, answer, [session], None) is answer
 
 
 async def test_forged_and_foreign_macs_are_refused() -> None:
     host, host_client = _host()
-    caller = _Caller(host_client)
+    caller = _caller(host_client)
     _, session = await _establish(host, caller)
-    message = rice._call_proof(FN.append("call-2"), 1, [b"\x01"])
+    message = rice.call_proof(FN.append("call-2"), 1, [b"\x01"])
     # a session of ours with a wrong MAC: refused (not "unknown", which would invite a signed retry)
     assert host._session_for([[session.sid, b"\x00" * 32]], message) == (None, True)
-    other = rice._call_proof(FN.append("call-3"), 1, [b"\x01"])
+    other = rice.call_proof(FN.append("call-3"), 1, [b"\x01"])
     assert host._session_for([[session.sid, session.mac(other)]], message) == (None, True)
     # sessions we never granted
     assert host._session_for([[b"\x07" * 16, session.mac(message)]], message) == (None, False)
@@ -109,21 +107,21 @@ async def test_forged_and_foreign_macs_are_refused() -> None:
     other_key = HmacKey(rice.session_key_name(b"\x09" * 16), b"k" * 32).sign(Data(FN.append("x"), b"1"))
     for bad in (reflected, other_key):
         with pytest.raises(VerificationError):
-            await rice._open_small_answer(caller, FN, bad, [session], None)  # type: ignore[arg-type]
+            await caller._open_small_answer(FN, bad, [session], None)
     # tampered content under the right key
     good = found.answers.sign(Data(FN.append("x"), b"1"))
-    tampered = dataclasses.replace(good, content=b"2", wire=None)
+    tampered = dataclasses.replace(good, content=b"2")
     with pytest.raises(VerificationError):
-        await rice._open_small_answer(caller, FN, tampered, [session], None)  # type: ignore[arg-type]
+        await caller._open_small_answer(FN, tampered, [session], None)
 
 
 async def test_sessions_expire_on_both_sides(autojump_clock) -> None:
     host, host_client = _host()
-    caller = _Caller(host_client)
+    caller = _caller(host_client)
     _, session = await _establish(host, caller)
     await trio.sleep(SESSION_TTL - SESSION_RENEW + 1)
-    assert caller.call_sessions.for_call(FN) == []  # the caller stops using it before the host forgets it
-    message = rice._call_proof(FN.append("c"), 1, [])
+    assert caller.sessions.for_call(FN) == []  # the caller stops using it before the host forgets it
+    message = rice.call_proof(FN.append("c"), 1, [])
     assert host._session_for([[session.sid, session.mac(message)]], message)[0] is not None
     await trio.sleep(SESSION_RENEW)
     assert host._session_for([[session.sid, session.mac(message)]], message) == (None, False)
@@ -139,13 +137,13 @@ async def test_a_degenerate_key_offer_gets_the_plain_answer() -> None:
 
 async def test_a_malformed_grant_is_a_protocol_error() -> None:
     host, host_client = _host()
-    caller = _Caller(host_client)
+    caller = _caller(host_client)
     bad = host_client.sign(Data(FN.append("call"), b"\x93\x01\x02\x03", ContentType.GRANT))
-    with pytest.raises(rice.RemoteError, match="malformed session grant"):
-        await rice._open_small_answer(caller, FN, bad, [], X25519PrivateKey.generate())  # type: ignore[arg-type]
+    with pytest.raises(RemoteError, match="malformed session grant"):
+        await caller._open_small_answer(FN, bad, [], X25519PrivateKey.generate())
     # a grant the call did not ask for
-    with pytest.raises(rice.RemoteError, match="did not ask for"):
-        await rice._open_small_answer(caller, FN, bad, [], None)  # type: ignore[arg-type]
+    with pytest.raises(RemoteError, match="did not ask for"):
+        await caller._open_small_answer(FN, bad, [], None)
 
 
 async def test_tables_are_bounded() -> None:
@@ -201,15 +199,15 @@ async def test_no_malformed_small_call_crashes_the_host_or_runs_anything(body: d
     host, host_client = _host()
     host.functions = [hosted("/fn/f", ran.append)]
     if known:  # a live session, so that sids and MACs may meet one
-        await _establish(host, _Caller(host_client))
+        await _establish(host, _caller(host_client))
         (sid,) = host._sessions
         body = {**body, "sessions": [[sid, b"\x00" * 32]]} if "sessions" in body else body
     params = body["__raw__"] if "__raw__" in body else msgpack.packb(body, use_bin_type=True)
     ti = Interest.with_params(FN.append(b"c" * 16), params)
     try:
         answer = await host._small_call(host.functions[0], ti)
-    except rice._NotOurs as exc:  # session-unknown: `_on_call` answers it without remembering the call-id
+    except host_module._NotOurs as exc:  # session-unknown: `_on_call` answers it without remembering the call-id
         answer = exc.answer
     assert answer.content_type == ContentType.ERROR
-    assert rice._error_code(answer) in ("bad-arguments", "unauthorized", "session-unknown")
+    assert error_fields(answer)[0] in ("bad-arguments", "unauthorized", "session-unknown")
     assert ran == [] and host.counters["fn_executions"] == 0

@@ -11,6 +11,7 @@ import pytest
 import trio
 
 import icnd
+from icnd.errors import error_fields
 from icnd.topology import launch, parse
 
 FUNCTIONS = [
@@ -172,27 +173,27 @@ async def test_a_host_without_the_session_gets_a_signed_call(net) -> None:
     h2 = await _fn_counters(net, "h2")
     assert h2["fn_session_unknown"] == 1 and h2["fn_signed_calls"] == 1 and h2["fn_sessions_granted"] == 1, h2
     assert await c.call("/fn/counted", -1) == 1  # on h2, counted(5) ran once: the refused attempt ran nothing
-    assert len(c.call_sessions.for_call(icnd.Name("/fn/counted"))) == 2  # one per host
+    assert len(c.caller.sessions.for_call(icnd.Name("/fn/counted"))) == 2  # one per host
     assert (await _fn_counters(net, "h2"))["fn_session_calls"] == 1  # the probe used the new session
 
 
 async def test_forged_or_stale_session_proofs_are_refused(net, monkeypatch) -> None:
-    from icnd.compute import rice
+    from icnd.compute import caller
     from icnd.compute.values import encode_value
 
     c = await net.connect("client")
     assert await c.call("/fn/counted", 3) == 6  # establishes a session
-    (session,) = c.call_sessions.for_call(icnd.Name("/fn/counted"))
+    (session,) = c.caller.sessions.for_call(icnd.Name("/fn/counted"))
     before = await _fn_counters(net, "h1", "h2")
 
     async def answer(offered, ts_shift_ms: int = 0) -> icnd.Data:
-        real = rice.time.time_ns
-        monkeypatch.setattr(rice.time, "time_ns", lambda: real() + ts_shift_ms * 1_000_000)
+        real = caller.time.time_ns
+        monkeypatch.setattr(caller.time, "time_ns", lambda: real() + ts_shift_ms * 1_000_000)
         try:
-            ti = rice._small_trigger(c, icnd.Name("/fn/counted"), secrets.token_bytes(16), [encode_value(7)],
-                                     offered, None, 4.0)
+            ti = c.caller._small_trigger(icnd.Name("/fn/counted"), secrets.token_bytes(16), [encode_value(7)],
+                                         offered, None, 4.0)
         finally:
-            monkeypatch.setattr(rice.time, "time_ns", real)
+            monkeypatch.setattr(caller.time, "time_ns", real)
         return await c.express(ti, timeout=5)
 
     forged = dataclasses.replace(session, proof_key=b"\x00" * 32)
@@ -201,9 +202,9 @@ async def test_forged_or_stale_session_proofs_are_refused(net, monkeypatch) -> N
     for data, sig_type in ((await answer([forged]), icnd.SigType.ED25519),
                            (await answer([session], ts_shift_ms=-600_000), icnd.SigType.HMAC_SHA256)):
         assert (data.content_type, data.sig_type) == (icnd.ContentType.ERROR, sig_type)
-        opened = await rice._open_small_answer(c, icnd.Name("/fn/counted"), data, [session], None)
+        opened = await c.caller._open_small_answer(icnd.Name("/fn/counted"), data, [session], None)
         with pytest.raises(icnd.Unauthorized):
-            await rice._result(c, opened, trio.current_time() + 5, verified=True)
+            await c.caller._result(opened, trio.current_time() + 5, verified=True)
     after = await _fn_counters(net, "h1", "h2")
     assert after["fn_unauthorized"] - before["fn_unauthorized"] == 2
     assert after["fn_executions"] == before["fn_executions"]  # counted(7) never ran
@@ -212,7 +213,7 @@ async def test_forged_or_stale_session_proofs_are_refused(net, monkeypatch) -> N
                                     msgpack.packb({"args": [], "ts": 0, "sessions": [[1, 2]]}))
     data = await c.express(bad, timeout=5)
     with pytest.raises(icnd.RemoteError, match="malformed session proofs"):
-        await rice._result(c, data, trio.current_time() + 5)
+        await c.caller._result(data, trio.current_time() + 5)
     assert await c.call("/fn/counted", 4) == 8  # and the session still works
 
 
@@ -222,26 +223,25 @@ async def test_a_call_id_asked_again_under_another_name_never_runs_again_nor_lea
     could try: the same call-id with other parameters and no proof.  Neither
     runs the call again nor gets its answer.  (Call-ids are remembered per
     host: h2 is taken out of the anycast so that every attempt reaches h1.)"""
-    from icnd.compute import rice
     from icnd.compute.values import decode_value, encode_value
 
     await (await net.connect("r")).command("route", "remove", prefix="/fn/counted", face=net.nodes["h2"].udp_uri)
     c = await net.connect("client")
     assert await c.call("/fn/counted", 8) == 16  # a session
-    offered = c.call_sessions.for_call(icnd.Name("/fn/counted"))
+    offered = c.caller.sessions.for_call(icnd.Name("/fn/counted"))
     before = await _fn_counters(net, "h1", "h2")
     call_id = secrets.token_bytes(16)
     fn = icnd.Name("/fn/counted")
-    first = rice._small_trigger(c, fn, call_id, [encode_value(9)], offered, None, 4.0)
+    first = c.caller._small_trigger(fn, call_id, [encode_value(9)], offered, None, 4.0)
     data = await c.express(first, timeout=5)
-    assert decode_value((await rice._open_small_answer(c, fn, data, offered, None)).content) == 18
-    retry = rice._small_trigger(c, fn, call_id, [encode_value(9)], [], None, 4.0)  # signed, same call-id
+    assert decode_value((await c.caller._open_small_answer(fn, data, offered, None)).content) == 18
+    retry = c.caller._small_trigger(fn, call_id, [encode_value(9)], [], None, 4.0)  # signed, same call-id
     stranger = icnd.Interest.with_params(fn.append_wire(icnd.name.generic(call_id)), b"\xc0")  # no proof at all
     for ti in (retry, stranger):
         data = await c.express(ti, timeout=5)
-        assert data.content_type == icnd.ContentType.ERROR and rice._error_code(data) == "call-id-reused"
+        assert data.content_type == icnd.ContentType.ERROR and error_fields(data)[0] == "call-id-reused"
     again = await c.express(first.forwarded(first.hop_limit, nonce=1234), timeout=5)  # the exact name: its answer
-    assert decode_value((await rice._open_small_answer(c, fn, again, offered, None)).content) == 18
+    assert decode_value((await c.caller._open_small_answer(fn, again, offered, None)).content) == 18
     after = await _fn_counters(net, "h1", "h2")
     assert after["fn_executions"] - before["fn_executions"] == 1
 
@@ -249,18 +249,18 @@ async def test_a_call_id_asked_again_under_another_name_never_runs_again_nor_lea
 async def test_a_key_offer_in_a_session_call_is_refused(net) -> None:
     """A session call's MAC does not cover a key offer: taking one would let
     anyone on the path get a session as that caller."""
-    from icnd.compute import rice
+    from icnd.compute import caller
     from icnd.compute.values import encode_value
 
     c = await net.connect("client")
     assert await c.call("/fn/counted", 10) == 20
-    offered = c.call_sessions.for_call(icnd.Name("/fn/counted"))
-    ti = rice._small_trigger(c, icnd.Name("/fn/counted"), secrets.token_bytes(16), [encode_value(11)], offered,
-                             None, 4.0)
+    offered = c.caller.sessions.for_call(icnd.Name("/fn/counted"))
+    ti = c.caller._small_trigger(icnd.Name("/fn/counted"), secrets.token_bytes(16), [encode_value(11)], offered,
+                                 None, 4.0)
     body = msgpack.unpackb(ti.app_params, raw=False)
     body["kx"] = secrets.token_bytes(32)  # the attacker's key, added on the way
     forged = icnd.Interest.with_params(ti.name[:-1], msgpack.packb(body, use_bin_type=True))
     granted = (await _fn_counters(net, "h1", "h2"))["fn_sessions_granted"]
     data = await c.express(forged, timeout=5)
-    assert data.content_type == icnd.ContentType.ERROR and rice._error_code(data) == "bad-arguments"
+    assert data.content_type == icnd.ContentType.ERROR and error_fields(data)[0] == "bad-arguments"
     assert (await _fn_counters(net, "h1", "h2"))["fn_sessions_granted"] == granted

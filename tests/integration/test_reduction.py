@@ -11,7 +11,7 @@ import pytest
 import trio
 
 import icnd
-from icnd.client.door import CommandFailed
+from icnd.errors import CommandError
 from icnd.topology import launch
 
 TOPOLOGY = Path(__file__).resolve().parents[2] / "topologies" / "reduce5.toml"
@@ -135,13 +135,13 @@ async def test_bad_contributions_are_refused(net) -> None:
         await c.contribute("workers", 8, np.array(["a", "b"], dtype=object))
     with pytest.raises(ValueError, match="empty"):
         await c.contribute("workers", 8, np.zeros(0))
-    with pytest.raises(CommandFailed, match="unknown group"):
+    with pytest.raises(CommandError, match="unknown group"):
         await c.contribute("nosuch", 8, x)
     await c.contribute("workers", 8, x)
     await c.contribute("workers", 8, x)  # the same again: idempotent
-    with pytest.raises(CommandFailed, match="immutable"):
+    with pytest.raises(CommandError, match="immutable"):
         await c.contribute("workers", 8, x + 1)
-    with pytest.raises(CommandFailed, match="too far ahead"):
+    with pytest.raises(CommandError, match="too far ahead"):
         await c.contribute("workers", 10**6, x)
     with pytest.raises(ValueError, match="unknown op"):
         await c.reduce("workers", 8, "avg")
@@ -153,14 +153,14 @@ async def test_bad_contributions_are_refused(net) -> None:
         return icnd.encode(icnd.Data(contrib_name("w1", member, "workers", 9, 0), content))
 
     good = pack(SegmentMeta("<i8", (10,), 1, 0), x)
-    with pytest.raises(CommandFailed, match="w9 is not a member"):
+    with pytest.raises(CommandError, match="w9 is not a member"):
         await c.command("reduce", "contribute", packets=[raw("w9", good)])
-    with pytest.raises(CommandFailed, match="lives on node w2"):
+    with pytest.raises(CommandError, match="lives on node w2"):
         await c.command("reduce", "contribute", packets=[raw("w2", good)])
     huge = pack(SegmentMeta("<f4", (1 << 40,), 1, 0), x)  # claims a 4 TiB array
-    with pytest.raises(CommandFailed, match="outside the group's limit"):
+    with pytest.raises(CommandError, match="outside the group's limit"):
         await c.command("reduce", "contribute", packets=[raw("w1", huge)])
-    with pytest.raises(CommandFailed, match="carries"):
+    with pytest.raises(CommandError, match="carries"):
         await c.command("reduce", "contribute", packets=[raw("w1", good[:-8])])
     status = await c.status()
     assert status["counters"]["contrib_refused"] == 6
@@ -179,7 +179,7 @@ async def test_one_client_contributes_for_members_on_other_nodes(net) -> None:
     r = await (await net.connect("a2")).reduce("workers", 13)
     assert r.complete and r.contributors == MEMBERS
     np.testing.assert_allclose(r.array, np.stack([xs[m] for m in MEMBERS]).sum(0), rtol=1e-5, atol=1e-4)
-    with pytest.raises(CommandFailed, match="immutable"):
+    with pytest.raises(CommandError, match="immutable"):
         await c.contribute("workers", 13, xs["w4"] + 1, member="w4")
 
 
@@ -204,7 +204,7 @@ async def test_groups_made_by_clients_are_versioned(net) -> None:
     assert r2.contributors == ["w1", "w4"] and r2.array.tolist() == [2.0] * 4
     old = await cs["w1"].reduce("pair", 1, version=1)  # round 1 keeps its meaning
     assert old.contributors == ["extra", "w1", "w4"] and old.array.tolist() == [3.0] * 4
-    with pytest.raises(CommandFailed, match="unknown group"):
+    with pytest.raises(CommandError, match="unknown group"):
         await (await net.connect("r")).reduce("pair", 1)
 
 

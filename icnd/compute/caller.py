@@ -1,0 +1,391 @@
+"""The caller's side of named functions (the protocol is in `icnd.compute.rice`).
+
+`Caller.call` picks one of three ways to invoke ``/fn/NAME``:
+
+- a *pure* call (``pure=True``): ``/fn/NAME/params-sha256=<digest>`` with
+  the encoded arguments as the Interest's parameters, cacheable anywhere;
+- a *small* call (encoded arguments up to `SMALL_CALL_MAX`): the arguments
+  and the caller's proof of identity ride in the trigger itself (one round
+  trip), proven by an Ed25519 signature or by MACs under session keys the
+  function's hosts granted (`CallerSessions`);
+- a *RICE* call: the trigger names an rnp= component and the host pulls the
+  caller's proof, an argument manifest and the arguments by reflexive
+  Interests, which this caller answers while the call lasts.
+
+Every way ends the same: the result inline, a thunk polled until the result
+is stored as an object, or a signed ERROR raised as its exception.  A busy
+host (Nack no-resources) is retried with backoff under the same call-id,
+so no host ever runs a call twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+import trio
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+
+from icnd.codec import signed_portion_of_wire
+from icnd.compute.rice import (
+    ARG,
+    AUTH,
+    MANIFEST,
+    MAX_ARGS,
+    MAX_OFFERED_SESSIONS,
+    MAX_POLL_WAIT,
+    SESSION_TTL,
+    call_proof,
+    session_key_name,
+    session_keys,
+)
+from icnd.compute.values import decode_value, encode_value
+from icnd.endpoint import Endpoint
+from icnd.errors import Nacked, RemoteError, Timeout, VerificationError, error_exception, error_fields
+from icnd.name import T_SEGMENT, Name, generic, rnp, segment
+from icnd.objects.fetch import MAX_PUBLISH_CONTENT, fetch, fetch_object
+from icnd.objects.manifest import DEFAULT_SEGMENT_SIZE, segment_count
+from icnd.packet import ContentType, Data, Interest, Nack, NackReason, SigType
+from icnd.security import DigestKey, Ed25519Key, HmacVerifyKey
+
+TI_LIFETIME = 4.0  # seconds; the client re-expresses the same TI name after this much silence
+SMALL_CALL_MAX = 8 * 1024  # encoded arguments up to this ride in the trigger (one round trip)
+BUSY_BACKOFF = 0.05  # first wait after every host said no-resources; doubles, with jitter
+MAX_BUSY_BACKOFF = 1.0
+SESSION_RENEW = 30.0  # a caller stops using a session this long before the host would forget it
+MAX_CALLER_FUNCTIONS = 256  # functions a caller keeps sessions for, least recently called dropped
+
+_DIGEST = DigestKey()
+
+
+@dataclass
+class CallSession:
+    """A session key a host granted this caller (see `CallerSessions`)."""
+
+    sid: bytes
+    proof_key: bytes  # MACs this caller's small-call proofs
+    answers: HmacVerifyKey  # checks the host's answers
+    key_name: Name  # the answers' key locator
+    host: Name  # the host's key name: who granted it
+    expires: float  # trio time; a little before the host forgets it
+
+    def mac(self, message: bytes) -> bytes:
+        return hmac.new(self.proof_key, message, hashlib.sha256).digest()
+
+
+class CallerSessions:
+    """A caller's session keys, per function and host.
+
+    A small call offers an X25519 public key inside its Ed25519-signed proof;
+    the host answers with a signed GRANT (its own X25519 key and a session
+    id) around the usual answer, and both derive the session's keys.  Later
+    small calls of the same function carry, instead of an Ed25519 signature,
+    one HMAC per session the caller holds for that function (at most one per
+    host, `MAX_OFFERED_SESSIONS`): whichever host the call reaches checks the
+    MAC of its own session and MACs its answer back.  A host that knows none
+    of them answers ``session-unknown``, and the caller calls again with a
+    fresh call-id, signed.  Bounded: `MAX_CALLER_FUNCTIONS` functions,
+    `MAX_OFFERED_SESSIONS` hosts each; expired sessions are dropped when met.
+    """
+
+    def __init__(self) -> None:
+        self._by_fn: OrderedDict[tuple[bytes, ...], dict[Name, CallSession]] = OrderedDict()
+        self._offering: set[tuple[bytes, ...]] = set()  # functions with a key offer in flight
+
+    def for_call(self, fn: Name) -> list[CallSession]:
+        hosts = self._by_fn.get(fn.comps)
+        if not hosts:
+            return []
+        self._by_fn.move_to_end(fn.comps)
+        now = trio.current_time()
+        live = [s for s in hosts.values() if s.expires > now]
+        if len(live) != len(hosts):
+            self._by_fn[fn.comps] = {s.host: s for s in live}
+        return live
+
+    def start_offer(self, fn: Name, *, force: bool) -> bool:
+        """Whether this call should offer a key: `force`d (a host did not know
+        our sessions), or no other call of `fn` is offering one."""
+        if not force and fn.comps in self._offering:
+            return False
+        self._offering.add(fn.comps)
+        return True
+
+    def end_offer(self, fn: Name) -> None:
+        self._offering.discard(fn.comps)
+
+    def add(self, fn: Name, session: CallSession) -> None:
+        hosts = self._by_fn.setdefault(fn.comps, {})
+        self._by_fn.move_to_end(fn.comps)
+        hosts[session.host] = session
+        while len(hosts) > MAX_OFFERED_SESSIONS:
+            del hosts[min(hosts.values(), key=lambda s: s.expires).host]
+        while len(self._by_fn) > MAX_CALLER_FUNCTIONS:
+            self._by_fn.popitem(last=False)
+
+
+class Caller:
+    """Calls named functions through `ep`, with one identity and one set of
+    sessions for all of them."""
+
+    def __init__(self, ep: Endpoint) -> None:
+        self.ep = ep
+        self.sessions = CallerSessions()  # session keys function hosts granted (small calls)
+        self._key: Ed25519Key | None = None
+
+    def key(self) -> Ed25519Key:
+        """The key that proves who is calling: the endpoint's own Ed25519 key,
+        or an ephemeral identity made once per caller."""
+        if isinstance(self.ep.key, Ed25519Key):
+            return self.ep.key
+        if self._key is None:
+            self._key = Ed25519Key.generate(Name(["client", secrets.token_hex(8)]))
+        return self._key
+
+    async def call(self, fn: Name, args: tuple, *, timeout: float, pure: bool, lifetime: float = TI_LIFETIME,
+                   segment_size: int = DEFAULT_SEGMENT_SIZE, reflexive: bool = False) -> Any:
+        """The result of `fn` applied to `args` (see `Client.call`)."""
+        encoded = [encode_value(a) for a in args]
+        if len(encoded) > MAX_ARGS:
+            raise ValueError(f"at most {MAX_ARGS} arguments")
+        deadline = trio.current_time() + timeout
+        try:
+            with trio.fail_at(deadline):
+                if pure:
+                    params = msgpack.packb(encoded, use_bin_type=True)
+                    if len(params) <= MAX_PUBLISH_CONTENT:
+                        return await self._pure_call(fn, params, deadline, lifetime)
+                if not reflexive and sum(len(b) for b in encoded) <= SMALL_CALL_MAX:
+                    return await self._small_call(fn, encoded, deadline, lifetime)
+                return await self._rice_call(fn, encoded, segment_size, deadline, lifetime)
+        except trio.TooSlowError:
+            raise Timeout(f"{fn}: no result within {timeout:g}s") from None
+
+    # --- small calls ----------------------------------------------------------------------------
+    async def _small_call(self, fn: Name, encoded: list[bytes], deadline: float, lifetime: float) -> Any:
+        """Small arguments ride in the trigger itself, with the caller's proof of
+        identity: one round trip instead of the reflexive handshake (the result
+        still comes back inline or as a thunk).  The proof is MACs under session
+        keys the function's hosts granted (`CallerSessions`), or an Ed25519
+        signature: at once when there are none, else when the host that got the
+        call holds none of them.  Both attempts carry the same call-id, so
+        however the first one was answered the host never runs the call twice."""
+        sessions = self.sessions
+        call_id = secrets.token_bytes(16)
+        offered = sessions.for_call(fn)
+        if offered:
+            answer = await self._small_attempt(fn, call_id, encoded, offered, None, offered, deadline, lifetime)
+            if answer is not None:
+                return await self._result(answer, deadline, verified=True)
+        exchange = X25519PrivateKey.generate() if sessions.start_offer(fn, force=bool(offered)) else None
+        try:
+            answer = await self._small_attempt(fn, call_id, encoded, [], exchange, offered, deadline, lifetime)
+        finally:
+            if exchange is not None:
+                sessions.end_offer(fn)
+        if answer is None:
+            raise RemoteError("protocol", f"{fn}: a signed call was answered session-unknown")
+        return await self._result(answer, deadline, verified=True)
+
+    async def _small_attempt(self, fn: Name, call_id: bytes, encoded: list[bytes], sent: list[CallSession],
+                             exchange: X25519PrivateKey | None, known: list[CallSession], deadline: float,
+                             lifetime: float) -> Data | None:
+        """One small call, proven by MACs under the `sent` sessions or (none
+        sent) signed, offering `exchange`'s key if given; its verified answer,
+        None if the host held none of the `sent` sessions.  `known`: sessions
+        whose MACs answers may carry (a signed retry may meet the answer of an
+        earlier attempt that was MACed)."""
+        interest = self._small_trigger(fn, call_id, encoded, sent, exchange, lifetime)
+        data = await self._express_busy(interest, deadline, lifetime)
+        return await self._open_small_answer(fn, data, known, exchange, asked_sessions=bool(sent))
+
+    def _small_trigger(self, fn: Name, call_id: bytes, encoded: list[bytes], offered: list[CallSession],
+                       exchange: X25519PrivateKey | None, lifetime: float) -> Interest:
+        base = fn.append_wire(generic(call_id))
+        ts = time.time_ns() // 1_000_000
+        body: dict[str, Any] = {"args": encoded, "ts": ts}
+        if offered:
+            message = call_proof(base, ts, encoded)
+            body["sessions"] = [[s.sid, s.mac(message)] for s in offered]
+        else:
+            key = self.key()
+            kx = None if exchange is None else exchange.public_key().public_bytes_raw()
+            if kx is not None:
+                body["kx"] = kx
+            body.update(pub=key.public_bytes(), key=key.name.comps,
+                        sig=key.sign_bytes(call_proof(base, ts, encoded, kx)))
+        return Interest.with_params(base, msgpack.packb(body, use_bin_type=True), lifetime_ms=int(lifetime * 1000))
+
+    async def _express_busy(self, interest: Interest, deadline: float, lifetime: float) -> Data:
+        """Express; every host busy (Nack no-resources) → back off and send the
+        same trigger again (same call-id, so no host runs it twice)."""
+        backoff = BUSY_BACKOFF
+        while True:
+            try:
+                return await self.ep.express(interest, timeout=max(deadline - trio.current_time(), 0.01),
+                                             retx=lifetime)
+            except Nacked as exc:
+                if exc.reason not in ("no-resources", "congestion"):
+                    raise
+            await trio.sleep(backoff * (0.5 + secrets.randbelow(1000) / 1000))
+            backoff = min(backoff * 2, MAX_BUSY_BACKOFF)
+            interest = interest.forwarded(interest.hop_limit, nonce=Interest(interest.name).nonce)
+
+    async def _open_small_answer(self, fn: Name, data: Data, offered: list[CallSession],
+                                 exchange: X25519PrivateKey | None, *, asked_sessions: bool = True) -> Data | None:
+        """The verified answer to a small call (a grant unwrapped and its session
+        kept); None when the call named sessions (`asked_sessions`) and the host
+        knew none of them.  A MACed answer must be under one of `offered`."""
+        if data.sig_type == SigType.HMAC_SHA256 and offered:
+            session = next((s for s in offered if s.key_name == data.key_locator), None)
+            if session is None:
+                raise VerificationError(f"{data.name}: MACed with {data.key_locator}, not a session this call offered")
+            if len(data.sig_value) != 32 or not session.answers.verifies(signed_portion_of_wire(data), data.sig_value):
+                raise VerificationError(f"{data.name}: bad MAC under session {data.key_locator}")
+            return data
+        await self.ep.verify(data)
+        if data.content_type == ContentType.ERROR and error_fields(data)[0] == "session-unknown":
+            if not asked_sessions:
+                raise RemoteError("protocol", f"{data.name}: a signed call was answered session-unknown")
+            return None
+        if data.content_type == ContentType.GRANT:
+            if exchange is None:
+                raise RemoteError("protocol", f"{data.name}: a session grant this call did not ask for")
+            return _accept_grant(self.sessions, fn, data, exchange)
+        return data
+
+    # --- pure and RICE calls ----------------------------------------------------------------------
+    async def _pure_call(self, fn: Name, params: bytes, deadline: float, lifetime: float) -> Any:
+        interest = Interest.with_params(fn, params, lifetime_ms=int(lifetime * 1000))
+        data = await self.ep.express(interest, timeout=max(deadline - trio.current_time(), 0.01), retx=lifetime)
+        return await self._result(data, deadline)
+
+    async def _rice_call(self, fn: Name, encoded: list[bytes], segment_size: int,
+                         deadline: float, lifetime: float) -> Any:
+        """Invoke; every host busy (Nack no-resources) → back off and try again
+        with the same call-id (so no host ever runs it twice) and a fresh RNP."""
+        call_id = secrets.token_bytes(16)
+        backoff = BUSY_BACKOFF
+        while True:
+            try:
+                return await self._rice_attempt(fn, call_id, encoded, segment_size, deadline, lifetime)
+            except Nacked as exc:
+                if exc.reason not in ("no-resources", "congestion"):
+                    raise
+            await trio.sleep(backoff * (0.5 + secrets.randbelow(1000) / 1000))
+            backoff = min(backoff * 2, MAX_BUSY_BACKOFF)
+
+    async def _rice_attempt(self, fn: Name, call_id: bytes, encoded: list[bytes], segment_size: int,
+                            deadline: float, lifetime: float) -> Any:
+        reflexive = rnp(secrets.token_bytes(16))
+        ti_name = fn.append_wire(generic(call_id), reflexive)
+        key = self.key()
+        digests = [_segment_digests(blob, segment_size) for blob in encoded]
+        manifest = msgpack.packb({"segment_size": segment_size,
+                                  "args": [{"size": len(b), "digests": d} for b, d in zip(encoded, digests)]})
+        activity = [trio.current_time()]
+
+        def on_reflexive(interest: Interest) -> Data | Nack:
+            activity[0] = trio.current_time()
+            comps = interest.name.comps
+            what = comps[1] if len(comps) > 1 else b""
+            if what == AUTH and len(comps) == 3:
+                body = msgpack.packb({"ti": ti_name.to_uri(), "pub": key.public_bytes()})
+                return key.sign(Data(interest.name, body))
+            if what == MANIFEST and len(comps) == 2:
+                return _DIGEST.sign(Data(interest.name, manifest))
+            if what == ARG and len(comps) == 5:
+                try:
+                    blob = encoded[int(comps[2][1:].decode())]
+                except (ValueError, IndexError):
+                    return Nack.for_interest(interest, NackReason.NO_ROUTE, "no such argument")
+                index = int.from_bytes(comps[4][1:], "big")
+                last = segment_count(len(blob), segment_size) - 1
+                if comps[4][0] != T_SEGMENT or index > last:
+                    return Nack.for_interest(interest, NackReason.NO_ROUTE, "no such argument segment")
+                content = blob[index * segment_size:(index + 1) * segment_size]
+                return _DIGEST.sign(Data(interest.name, content, final_block_id=segment(last)))
+            return Nack.for_interest(interest, NackReason.PROHIBITED, "not part of this call")
+
+        with self.ep.reflexive(reflexive, on_reflexive):
+            while True:
+                interest = Interest(ti_name, lifetime_ms=int(lifetime * 1000))
+                try:
+                    data = await self.ep.express(interest, timeout=lifetime, retx=None)
+                    break
+                except Timeout:
+                    # the host is still pulling arguments (RIs keep the TI alive): wait on;
+                    # silence for a whole lifetime means the TI was lost: re-express it
+                    while trio.current_time() - activity[0] < lifetime:
+                        await trio.sleep(lifetime - (trio.current_time() - activity[0]))
+        return await self._result(data, deadline)
+
+    # --- the answer -------------------------------------------------------------------------------
+    async def _result(self, data: Data, deadline: float, *, verified: bool = False) -> Any:
+        """Turn a trigger answer (inline, thunk or error) into the result."""
+        ep = self.ep
+        if not verified:
+            await ep.verify(data)
+        while True:
+            if data.content_type == ContentType.ERROR:
+                raise error_exception(data)
+            if data.content_type == ContentType.BLOB:
+                return decode_value(data.content)
+            if data.content_type != ContentType.THUNK:
+                raise RemoteError("protocol", f"{data.name}: unexpected content type {data.content_type}")
+            thunk = _parse_thunk(data)
+            await trio.sleep(min(thunk["eta_ms"] / 1000.0, MAX_POLL_WAIT, max(deadline - trio.current_time(), 0)))
+            name = Name(thunk["name"])
+            found = await fetch(ep, name, can_be_prefix=True, must_be_fresh=True, verify=False,
+                                timeout=min(TI_LIFETIME, max(deadline - trio.current_time(), 0.05)))
+            if found.content_type in (ContentType.THUNK, ContentType.ERROR):
+                await ep.verify(found)
+                data = found
+                continue
+            return decode_value(await fetch_object(ep, name, timeout=max(deadline - trio.current_time(), 0.05)))
+
+
+def _accept_grant(sessions: CallerSessions, fn: Name, data: Data, exchange: X25519PrivateKey) -> Data:
+    """Keep the session a GRANT carries (verified like any answer of the
+    host: the session is as trustworthy as its signature); the answer it
+    wraps."""
+    try:
+        body = msgpack.unpackb(data.content, raw=False)
+        sid, host_kx, ttl_ms = body["sid"], body["kx"], body["ttl_ms"]
+        inner_type, inner = body["type"], body["content"]
+        if not (isinstance(sid, bytes) and len(sid) == 16 and isinstance(host_kx, bytes) and len(host_kx) == 32
+                and type(ttl_ms) is int and type(inner_type) is int and isinstance(inner, bytes)):
+            raise ValueError
+        shared = exchange.exchange(X25519PublicKey.from_public_bytes(host_kx))
+    except Exception:
+        raise RemoteError("protocol", f"{data.name}: malformed session grant") from None
+    ttl = min(ttl_ms / 1000.0, SESSION_TTL) - SESSION_RENEW
+    if ttl > 0:
+        proof_key, answer_key = session_keys(shared, sid, exchange.public_key().public_bytes_raw(), host_kx)
+        key_name = session_key_name(sid)
+        # one session per host key (a host signing with digests only has none: one per grant)
+        sessions.add(fn, CallSession(sid, proof_key, HmacVerifyKey(answer_key), key_name,
+                                     data.key_locator or key_name, trio.current_time() + ttl))
+    return Data(data.name, inner, inner_type, data.freshness_ms)
+
+
+def _segment_digests(blob: bytes, segment_size: int) -> bytes:
+    n = segment_count(len(blob), segment_size)
+    return b"".join(hashlib.sha256(blob[i * segment_size:(i + 1) * segment_size]).digest() for i in range(n))
+
+
+def _parse_thunk(data: Data) -> dict:
+    try:
+        body = msgpack.unpackb(data.content, raw=False)
+        if not isinstance(body.get("name"), str) or type(body.get("eta_ms")) is not int:
+            raise ValueError
+        Name(body["name"])
+        return body
+    except Exception:
+        raise RemoteError("protocol", f"{data.name}: malformed thunk") from None

@@ -1,0 +1,628 @@
+"""The host's side of named functions (the protocol is in `icnd.compute.rice`).
+
+A `FunctionHost` serves the prefixes of its functions through an `Endpoint`
+(an application's client, or the node's own in-process client for
+``--function``).  A trigger is admitted (busy: Nack no-resources, so the
+strategy tries another host), its caller proven and checked against the
+function's policy before anything else, the arguments' sizes checked
+before any bulk pull, and each call-id runs at most once.  A result ready
+within `INLINE_BUDGET` comes back in the trigger's Data; a later one as a
+thunk, stored as an object under ``/node/<host>/thunk/<id>`` when done and
+kept for the retention time.  Every refusal or failure is a signed ERROR
+(`icnd.errors.error_data`) whose message is cut at `MAX_ERROR_MESSAGE`.
+Sessions (see `icnd.compute.caller.CallerSessions`) let a known caller's
+small calls be proven, and answered, by MACs instead of signatures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+import time
+from collections import OrderedDict, deque
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+
+import msgpack
+import trio
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+
+from icnd.codec import signed_portion_of_wire
+from icnd.compute.pool import POOLS, Outcome, ProcessPool, ThreadPool, WorkerError
+from icnd.compute.registry import HostedFunction, target_of
+from icnd.compute.rice import (
+    ARG,
+    AUTH,
+    MANIFEST,
+    MAX_ARGS,
+    MAX_OFFERED_SESSIONS,
+    MAX_POLL_WAIT,
+    SESSION_TTL,
+    THUNK,
+    call_proof,
+    session_key_name,
+    session_keys,
+)
+from icnd.compute.values import decode_value, encode_value
+from icnd.endpoint import Endpoint
+from icnd.errors import DecodeError, Error, Nacked, Timeout, VerificationError, error_data
+from icnd.name import T_PARAMS, T_RNP, Name, generic, valid_wire_comps
+from icnd.objects.fetch import fetch_segments, publish_object
+from icnd.objects.manifest import Manifest
+from icnd.packet import ContentType, Data, Interest, Nack, NackReason
+from icnd.security import KEY_ID_LEN, Ed25519VerifyKey, HmacKey, HmacVerifyKey, SigningKey
+
+log = logging.getLogger("icnd.compute")
+
+RI_LIFETIME = 1.0
+RI_ATTEMPTS = 3
+INLINE_BUDGET = 0.2  # a result ready this fast comes back in the trigger Data
+INLINE_MAX = 256 * 1024  # larger results always go through a thunk (as an object)
+MAX_CLOCK_SKEW = 120.0  # seconds: a small call's signed timestamp must be this fresh
+MAX_ERROR_MESSAGE = 1000  # characters of an error message (a function's exception's) an ERROR carries
+
+
+@dataclass(frozen=True)
+class HostLimits:
+    max_jobs: int = 32  # calls being handshaked or run at once; beyond: Nack no-resources
+    max_arg_bytes: int = 64 * 1024 * 1024
+    retention: float = 60.0  # seconds a finished result stays fetchable
+    max_tombstones: int = 10_000
+    max_sessions: int = 4096  # session keys granted to callers, least recently used dropped
+
+
+_verify_keys: OrderedDict[bytes, Ed25519VerifyKey] = OrderedDict()
+VERIFY_KEY_CACHE = 1024  # callers' public keys kept parsed, least recently used dropped
+
+
+def _verify_key(pub: bytes) -> Ed25519VerifyKey:
+    """The parsed public key (cached: parsing costs as much as a quarter of a
+    verification); raises ValueError for a malformed one."""
+    key = _verify_keys.get(pub)
+    if key is None:
+        key = _verify_keys[pub] = Ed25519VerifyKey.from_bytes(pub)
+        if len(_verify_keys) > VERIFY_KEY_CACHE:
+            _verify_keys.popitem(last=False)
+    else:
+        _verify_keys.move_to_end(pub)
+    return key
+
+
+def _fresh(ts: int) -> bool:
+    """A small call's timestamp (the caller's clock, ms) is within `MAX_CLOCK_SKEW` of ours."""
+    return abs(time.time_ns() // 1_000_000 - ts) <= MAX_CLOCK_SKEW * 1000
+
+
+def _key_name(value: object) -> Name:
+    """A caller's key name from a small call: wire-form components (or, from
+    older callers, a URI)."""
+    if isinstance(value, str):
+        return Name(value)
+    if isinstance(value, list):
+        comps = tuple(value)
+        if valid_wire_comps(comps):
+            return Name.from_wire(comps)
+    raise ValueError("malformed key name")
+
+
+def _result_or_error(outcome: Outcome) -> tuple[bytes | None, tuple[str, str] | None]:
+    """A worker thread's outcome as (encoded result, None) or (None, (exception type, message))."""
+    ok, value = outcome
+    if ok:
+        return value, None
+    if isinstance(value, WorkerError):
+        return None, (value.type_name, value.message)
+    return None, (type(value).__name__, str(value))
+
+
+@dataclass
+class Job:
+    started: float
+    thunk_id: str = ""  # given when the caller gets a thunk (then the job is in FunctionHost._jobs)
+    done: trio.Event = field(default_factory=trio.Event)
+    result: bytes | None = None
+    error: tuple[str, str] | None = None
+    thunked: bool = False  # the caller got a thunk: the result must be stored as an object
+    published: bool = False
+
+
+# a function host's counters (in `icnd status`, zero on nodes that host nothing)
+HOST_COUNTERS = ("fn_calls", "fn_busy", "fn_signed_calls", "fn_session_calls", "fn_sessions_granted",
+                 "fn_session_unknown", "fn_unauthorized", "fn_bad_calls", "fn_executions")
+HOST_TABLES = ("fn_active", "fn_jobs", "fn_sessions")
+
+
+@dataclass
+class HostSession:
+    """A session key this host granted (see `icnd.compute.caller.CallerSessions`)."""
+
+    proofs: HmacVerifyKey  # checks the caller's small-call proofs
+    answers: HmacKey  # MACs the answers, named `session_key_name(sid)`
+    principal: Name  # the caller's key name, proven by the Ed25519-signed call that asked for it
+    expires: float  # trio time
+
+
+class _NotOurs(Exception):
+    """A small call named sessions this host does not hold: the `answer` (session-unknown)."""
+
+    def __init__(self, answer: Data) -> None:
+        super().__init__("session-unknown")
+        self.answer = answer
+
+
+@dataclass
+class Invocation:
+    answer: Data | Nack | None = None
+    settled: trio.Event = field(default_factory=trio.Event)
+
+
+class FunctionHost:
+    """Serves named functions through an endpoint (an application's client,
+    or the node's own in-process client for ``--function``)."""
+
+    def __init__(self, ep: Endpoint, functions: list[HostedFunction], node_name: Name, *,
+                 limits: HostLimits = HostLimits(), workers: int = 4, pool: str = "threads") -> None:
+        """Synchronous functions run in `workers` threads, or with ``pool =
+        "processes"`` in as many worker processes (`icnd.compute.pool`): each
+        must then be importable by name (ValueError otherwise)."""
+        if pool not in POOLS:
+            raise ValueError(f"function pool {pool!r}: expected one of {', '.join(POOLS)}")
+        self.processes = ProcessPool(workers) if pool == "processes" else None
+        if self.processes is not None:
+            for f in functions:
+                if not f.is_async and f.target is None:
+                    f.target = target_of(f.fn)
+                if not f.is_async and f.target is None:
+                    raise ValueError(f"{f.prefix}: {f.fn!r} cannot run in a worker process: "
+                                     "it is not importable as MODULE:CALLABLE (a lambda, closure or method?)")
+        self.closed = False
+        self.ep = ep
+        self.functions = sorted(functions, key=lambda f: -len(f.prefix))
+        self.node_name = node_name
+        self.thunk_prefix = node_name.append_wire(THUNK)
+        self.limits = limits
+        self.threads = ThreadPool(workers)
+        self.active = 0
+        self.counters = dict.fromkeys(HOST_COUNTERS, 0)
+        self._calls: OrderedDict[tuple, Invocation] = OrderedDict()
+        self._memo: OrderedDict[tuple, bytes] = OrderedDict()
+        self._sessions: OrderedDict[bytes, HostSession] = OrderedDict()
+        self._jobs: dict[str, Job] = {}
+        self._gone: OrderedDict[str, None] = OrderedDict()
+        # finished jobs in the order they finished, each kept until `retention` after
+        self._retained: deque[tuple[float, Job]] = deque()
+        self._retained_added = trio.Event()
+        self._nursery: trio.Nursery | None = None
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
+            self._nursery = nursery
+            for f in self.functions:
+                await stack.enter_async_context(self.ep.serve(f.prefix, self._on_call))
+            await stack.enter_async_context(self.ep.serve(self.thunk_prefix, self._on_poll))
+            nursery.start_soon(self._expire_results)
+            task_status.started(self)
+            try:
+                await trio.sleep_forever()
+            finally:
+                self.closed = True
+                self.threads.close()
+                if self.processes is not None:
+                    self.processes.close()
+
+    async def _expire_results(self) -> None:
+        """Forget each finished job `retention` after it finished (one task
+        for all of them: retention is the same for every job, so they expire
+        in the order they finished)."""
+        retained = self._retained
+        while True:
+            if not retained:
+                self._retained_added = trio.Event()
+                await self._retained_added.wait()
+                continue
+            await trio.sleep_until(retained[0][0])
+            while retained and retained[0][0] <= trio.current_time():
+                await self._forget(retained.popleft()[1])
+
+    # --- calls ------------------------------------------------------------------------------
+    def _function_for(self, name: Name) -> HostedFunction | None:
+        for f in self.functions:
+            if f.prefix.is_prefix_of(name):
+                return f
+        return None
+
+    @property
+    def executions(self) -> int:
+        return self.counters["fn_executions"]
+
+    def tables(self) -> dict[str, int]:
+        return dict(zip(HOST_TABLES, (self.active, len(self._jobs), len(self._sessions))))
+
+    async def _on_call(self, interest: Interest) -> Data | Nack | None:
+        self.counters["fn_calls"] += 1
+        fn = self._function_for(interest.name)
+        if fn is None:
+            self.counters["fn_bad_calls"] += 1
+            return self._error(interest.name, "no-such-function", f"{interest.name} is not served here")
+        rest = interest.name.comps[len(fn.prefix):]
+        if len(rest) == 1 and rest[0][0] == T_PARAMS and interest.app_params is not None:
+            return await self._pure_call(fn, interest)
+        small = len(rest) == 2 and rest[1][0] == T_PARAMS and interest.app_params is not None
+        if len(rest) != 2 or not (rest[1][0] == T_RNP or small):
+            self.counters["fn_bad_calls"] += 1
+            return self._error(interest.name, "no-such-function",
+                               f"{interest.name}: expected {fn.prefix}/<call-id>/rnp=<R> or a params-sha256 call")
+        key = (fn.prefix.comps, rest[0])
+        known = self._calls.get(key)
+        if known is not None:  # a retransmitted trigger: the call-id runs once
+            if known.answer is None:
+                await known.settled.wait()
+            answer = known.answer
+            if not isinstance(answer, Data):
+                return None
+            if answer.name != interest.name:  # the id under another name: never the answer (unproven asker)
+                return self._error(interest.name, "call-id-reused",
+                                   f"call-id {rest[0][1:].hex()} was already answered under another name")
+            return answer
+        if self.active >= self.limits.max_jobs:
+            self.counters["fn_busy"] += 1
+            return Nack.for_interest(interest, NackReason.NO_RESOURCES, f"{self.node_name} is busy")
+        invocation = self._calls[key] = Invocation()
+        while len(self._calls) > 4 * self.limits.max_tombstones:
+            self._calls.popitem(last=False)
+        self.active += 1
+        try:
+            if small:
+                invocation.answer = await self._small_call(fn, interest)
+            else:
+                invocation.answer = await self._handshake_and_run(fn, interest, rest[1])
+        except _NotOurs as exc:
+            self._forget_call(key, invocation)
+            invocation.answer = exc.answer
+        except Error as exc:  # the caller vanished mid-handshake: nothing to answer
+            log.info("call %s abandoned: %s", interest.name, exc)
+            self._forget_call(key, invocation)
+            invocation.answer = None
+        except Exception as exc:  # a bug: the caller learns of it, the host keeps serving
+            log.exception("call %s failed", interest.name)
+            invocation.answer = self._error(interest.name, "internal-error", f"{type(exc).__name__}: {exc}")
+        finally:
+            self.active -= 1
+            invocation.settled.set()
+        return invocation.answer
+
+    def _forget_call(self, key: tuple, invocation: Invocation) -> None:
+        """Let the call-id run again (nothing ran under it)."""
+        if self._calls.get(key) is invocation:
+            del self._calls[key]
+
+    async def _pull(self, name: Name) -> Data:
+        """A reflexive Interest, retried a few times."""
+        last: Exception | None = None
+        for _ in range(RI_ATTEMPTS):
+            try:
+                return await self.ep.express(Interest(name, lifetime_ms=int(RI_LIFETIME * 1000)),
+                                                 timeout=RI_LIFETIME, retx=None)
+            except Timeout as exc:
+                last = exc
+        raise Timeout(f"{name}: the caller did not answer ({last})")
+
+    async def _handshake_and_run(self, fn: HostedFunction, ti: Interest, reflexive: bytes) -> Data:
+        base = Name.from_wire((reflexive,))
+        # 1. who is calling, checked before anything else
+        challenge = secrets.token_bytes(16)
+        auth = await self._pull(base.append_wire(AUTH, generic(challenge)))
+        principal = self._check_auth(auth, ti)
+        if principal is None or not fn.allows(principal):
+            self.counters["fn_unauthorized"] += 1
+            why = "the caller's proof of identity is invalid" if principal is None else \
+                f"{principal} may not call {fn.prefix}"
+            return self._error(ti.name, "unauthorized", f"{ti.name}: {why}")
+        # 2. what is coming, checked before any bulk transfer
+        manifest_data = await self._pull(base.append_wire(MANIFEST))
+        try:
+            plan = self._check_manifest(manifest_data)
+        except ValueError as exc:
+            return self._error(ti.name, "too-large" if "exceed" in str(exc) else "bad-arguments", str(exc))
+        # 3. the arguments, pipelined and checked segment by segment
+        args = []
+        for index, (size, digests) in enumerate(plan["args"]):
+            arg_name = base.append_wire(ARG, generic(str(index)))
+            manifest = Manifest(arg_name, 0, size, plan["segment_size"], digests)
+            try:
+                blob = await fetch_segments(self.ep, manifest)
+            except VerificationError as exc:
+                return self._error(ti.name, "bad-arguments", str(exc))
+            except (Nacked, Timeout) as exc:
+                raise Timeout(f"{ti.name}: arguments could not be fetched: {exc}") from None
+            try:
+                args.append(decode_value(blob))
+            except DecodeError as exc:
+                return self._error(ti.name, "bad-arguments", f"argument {index}: {exc}")
+        return await self._start(fn, ti.name, args, memo_key=(fn.prefix.comps, self._args_digest(args, plan)))
+
+    async def _small_call(self, fn: HostedFunction, ti: Interest) -> Data:
+        """A call whose arguments and proof of identity ride in the trigger:
+        an Ed25519 signature (which may offer a session key: the answer is
+        then wrapped in a GRANT) or MACs under sessions granted before."""
+        base = ti.name[:-1]
+        try:
+            body = msgpack.unpackb(ti.app_params, raw=False, max_array_len=MAX_ARGS)
+            encoded, ts = body["args"], body["ts"]
+            if not isinstance(encoded, list) or not all(isinstance(b, bytes) for b in encoded):
+                raise ValueError("arguments are not a list of encoded values")
+            if type(ts) is not int:
+                raise ValueError("malformed proof")
+            offered, kx = body.get("sessions"), body.get("kx")
+            if kx is not None and (offered is not None or not (isinstance(kx, bytes) and len(kx) == 32)):
+                raise ValueError("malformed session key offer (only a signed call may make one)")
+            if offered is None:
+                pub, sig, key_name = body["pub"], body["sig"], _key_name(body["key"])
+                if not isinstance(pub, bytes) or not isinstance(sig, bytes):
+                    raise ValueError("malformed proof")
+            elif not (isinstance(offered, list) and 0 < len(offered) <= MAX_OFFERED_SESSIONS and all(
+                    isinstance(o, list) and len(o) == 2 and all(isinstance(v, bytes) for v in o) for o in offered)):
+                raise ValueError("malformed session proofs")
+        except Exception as exc:
+            self.counters["fn_bad_calls"] += 1
+            return self._error(ti.name, "bad-arguments", f"{ti.name}: malformed call: {exc}")
+        counters = self.counters
+        session: HostSession | None = None
+        if offered is not None:
+            session, ours = self._session_for(offered, call_proof(base, ts, encoded))
+            if not ours:  # nothing ran: forget the call-id, so that the signed retry (same id) runs it
+                counters["fn_session_unknown"] += 1
+                raise _NotOurs(self._error(ti.name, "session-unknown",
+                                           f"{self.node_name} holds none of the call's sessions"))
+            counters["fn_session_calls"] += 1
+            principal = session.principal if session is not None and _fresh(ts) else None
+        else:
+            counters["fn_signed_calls"] += 1
+            principal = self._check_proof(key_name, pub, sig, call_proof(base, ts, encoded, kx), ts)
+        signer = None if session is None else session.answers
+        if principal is None:
+            counters["fn_unauthorized"] += 1
+            return self._error(ti.name, "unauthorized", f"{ti.name}: the caller's proof of identity is invalid",
+                               signer)
+        if not fn.allows(principal):
+            counters["fn_unauthorized"] += 1
+            return self._error(ti.name, "unauthorized", f"{principal} may not call {fn.prefix}", signer)
+        try:
+            args = [decode_value(b) for b in encoded]
+        except DecodeError as exc:
+            counters["fn_bad_calls"] += 1
+            return self._error(ti.name, "bad-arguments", str(exc), signer)
+        digest = hashlib.sha256(b"".join(hashlib.sha256(b).digest() for b in encoded)).digest()
+        answer = await self._start(fn, ti.name, args, memo_key=(fn.prefix.comps, digest), signer=signer)
+        return answer if kx is None else self._grant(answer, kx, principal)
+
+    def _session_for(self, offered: list[list[bytes]], message: bytes) -> tuple[HostSession | None, bool]:
+        """(the session of ours among `offered` -- [sid, MAC] pairs -- if its
+        MAC over `message` is valid, else None; whether one was ours).
+        Expired sessions are forgotten here."""
+        now = trio.current_time()
+        for sid, mac in offered:
+            session = self._sessions.get(sid)
+            if session is None:
+                continue
+            if session.expires <= now:
+                del self._sessions[sid]
+                continue
+            self._sessions.move_to_end(sid)
+            return (session if session.proofs.is_valid(message, mac) else None), True
+        return None, False
+
+    def _grant(self, answer: Data, kx: bytes, principal: Name) -> Data:
+        """Wrap `answer` in a GRANT of a new session for `principal`, keyed by
+        X25519 between the caller's offer `kx` and a fresh key of ours."""
+        mine = X25519PrivateKey.generate()
+        try:
+            shared = mine.exchange(X25519PublicKey.from_public_bytes(kx))
+        except ValueError:  # a degenerate public key: no session, the plain answer
+            return answer
+        sid = secrets.token_bytes(16)
+        host_kx = mine.public_key().public_bytes_raw()
+        proof_key, answer_key = session_keys(shared, sid, kx, host_kx)
+        self._sessions[sid] = HostSession(HmacVerifyKey(proof_key), HmacKey(session_key_name(sid), answer_key),
+                                          principal, trio.current_time() + SESSION_TTL)
+        while len(self._sessions) > self.limits.max_sessions:
+            self._sessions.popitem(last=False)
+        self.counters["fn_sessions_granted"] += 1
+        body = msgpack.packb({"sid": sid, "kx": host_kx, "ttl_ms": int(SESSION_TTL * 1000),
+                              "type": answer.content_type, "content": answer.content}, use_bin_type=True)
+        return self.ep.sign(Data(answer.name, body, ContentType.GRANT, answer.freshness_ms))
+
+    @staticmethod
+    def _check_proof(key_name: Name, pub: bytes, sig: bytes, message: bytes, ts: int) -> Name | None:
+        """The caller's key name if `sig` by `pub` over `message` is valid, the
+        key name commits to `pub`, and the caller's clock is within
+        `MAX_CLOCK_SKEW` of ours."""
+        if not _fresh(ts):
+            return None
+        if len(key_name) < 2 or bytes(key_name[-2]) != b"KEY":
+            return None
+        if bytes(key_name[-1]) != hashlib.sha256(pub).digest()[:KEY_ID_LEN]:
+            return None
+        try:
+            ok = _verify_key(pub).is_valid(message, sig)
+        except Exception:
+            return None
+        return key_name if ok else None
+
+    @staticmethod
+    def _args_digest(args: list, plan: dict) -> bytes:
+        h = hashlib.sha256()
+        for _, digests in plan["args"]:
+            h.update(digests)
+        return h.digest()
+
+    def _check_auth(self, auth: Data, ti: Interest) -> Name | None:
+        """The caller's key name if `auth` is a valid, fresh proof for this trigger."""
+        try:
+            body = msgpack.unpackb(auth.content, raw=False)
+            pub, ti_uri = body["pub"], body["ti"]
+            kl = auth.key_locator
+            if ti_uri != ti.name.to_uri() or kl is None or len(kl) < 2 or bytes(kl[-2]) != b"KEY":
+                return None
+            if bytes(kl[-1]) != hashlib.sha256(pub).digest()[:KEY_ID_LEN]:
+                return None  # the key name must commit to the public key
+            verifier = _verify_key(pub)
+            if not verifier.verifies(signed_portion_of_wire(auth), auth.sig_value):
+                return None
+            return kl
+        except Exception:
+            return None
+
+    def _check_manifest(self, data: Data) -> dict:
+        try:
+            body = msgpack.unpackb(data.content, raw=False)
+            segment_size = body["segment_size"]
+            args = [(a["size"], a["digests"]) for a in body["args"]]
+        except Exception:
+            raise ValueError("malformed argument manifest") from None
+        if len(args) > MAX_ARGS:
+            raise ValueError(f"{len(args)} arguments exceed the limit of {MAX_ARGS}")
+        total = sum(size for size, _ in args)
+        if total > self.limits.max_arg_bytes:
+            raise ValueError(f"{total} bytes of arguments exceed the host's limit of {self.limits.max_arg_bytes}")
+        for size, digests in args:
+            Manifest(Name("/x"), 0, size, segment_size, digests)  # validates sizes and digest count
+        return {"segment_size": segment_size, "args": args}
+
+    async def _pure_call(self, fn: HostedFunction, interest: Interest) -> Data | Nack | None:
+        key = (fn.prefix.comps, interest.name.comps[-1])
+        memo = self._memo.get(key)
+        if memo is None:
+            try:
+                encoded = msgpack.unpackb(interest.app_params, raw=False, max_array_len=MAX_ARGS)
+                args = [decode_value(b) for b in encoded]
+            except Exception as exc:
+                return self._error(interest.name, "bad-arguments", f"{interest.name}: {exc}")
+            if not fn.info.pure:
+                return self._error(interest.name, "not-pure", f"{fn.prefix} is not a pure function")
+            return await self._start(fn, interest.name, args, memo_key=key, pure_name=True)
+        return self._result_data(interest.name, memo, fn.info.freshness_ms)
+
+    # --- running -----------------------------------------------------------------------------
+    async def _start(self, fn: HostedFunction, name: Name, args: list, *, memo_key: tuple,
+                     pure_name: bool = False, signer: SigningKey | None = None) -> Data:
+        """Run the call (or answer from the memo); the trigger's answer,
+        signed by `signer` (a session's key) or the host's key."""
+        if fn.info.pure and memo_key in self._memo:
+            return self._result_data(name, self._memo[memo_key], fn.info.freshness_ms if pure_name else 0, signer)
+        job = Job(trio.current_time())
+        assert self._nursery is not None
+        self.counters["fn_executions"] += 1
+        if fn.is_async or self.processes is not None:
+            self._nursery.start_soon(self._run_job, fn, args, job, memo_key)
+        else:  # a worker thread; encoding the result there too
+            self.threads.submit(lambda: encode_value(fn.fn(*args)),
+                                lambda outcome: self._job_done(fn, job, memo_key, *_result_or_error(outcome)))
+        with trio.move_on_after(INLINE_BUDGET):  # cancelled: nobody knows the job; it ends unseen
+            await job.done.wait()
+        if job.done.is_set() and (job.error is not None or len(job.result or b"") <= INLINE_MAX):
+            if job.error is not None:
+                return self._error(name, *job.error, signer)
+            return self._result_data(name, job.result or b"", fn.info.freshness_ms if pure_name else 0, signer)
+        job.thunked = True
+        job.thunk_id = secrets.token_hex(16)
+        self._jobs[job.thunk_id] = job
+        if job.done.is_set():  # finished, but too large to come back inline
+            self._nursery.start_soon(self._publish_and_retain, job)
+            return self._thunk(name, job, 0.0, signer)
+        return self._thunk(name, job, max(0.05, 2 * (trio.current_time() - job.started)), signer)
+
+    async def _run_job(self, fn: HostedFunction, args: list, job: Job, memo_key: tuple) -> None:
+        """An async function in the loop, or a sync one in a worker process."""
+        try:
+            if fn.is_async:
+                result = encode_value(await fn.fn(*args))
+            else:
+                assert self.processes is not None and fn.target is not None  # checked in __init__
+                result = await self.processes.run(fn.target, args)
+        except WorkerError as exc:  # raised in a worker process (or the worker died)
+            self._job_done(fn, job, memo_key, None, (exc.type_name, exc.message))
+        except trio.Cancelled:
+            raise
+        except BaseException as exc:  # the function failed (even SystemExit): the caller gets a signed error
+            self._job_done(fn, job, memo_key, None, (type(exc).__name__, str(exc)))
+        else:
+            self._job_done(fn, job, memo_key, result, None)
+
+    def _job_done(self, fn: HostedFunction, job: Job, memo_key: tuple, result: bytes | None,
+                  error: tuple[str, str] | None) -> None:
+        """A job finished (in the trio thread, with no await since: see `_start`)."""
+        job.result, job.error = result, error
+        if result is not None and fn.info.pure:  # (a result, or an error: never both)
+            self._memo[memo_key] = result
+            while len(self._memo) > self.limits.max_tombstones:
+                self._memo.popitem(last=False)
+        job.done.set()
+        if not job.thunked or self.closed:
+            return  # `_start` answers inline or hands out a thunk (or, cancelled, nobody waits)
+        assert self._nursery is not None
+        if error is None:  # the caller holds a thunk: store the result as an object first
+            self._nursery.start_soon(self._publish_and_retain, job)
+        else:
+            self._retain(job)
+
+    async def _publish_and_retain(self, job: Job) -> None:
+        await self._publish(job)
+        self._retain(job)
+
+    def _retain(self, job: Job) -> None:
+        self._retained.append((trio.current_time() + self.limits.retention, job))
+        self._retained_added.set()
+
+    async def _publish(self, job: Job) -> None:
+        try:
+            await publish_object(self.ep, self.thunk_prefix.append_wire(generic(job.thunk_id)),
+                                 job.result or b"", freshness=self.limits.retention)
+            job.published = True
+        except Error as exc:
+            job.error = ("result-unavailable", f"the result could not be stored: {exc}")
+
+    async def _forget(self, job: Job) -> None:
+        self._jobs.pop(job.thunk_id, None)
+        self._gone[job.thunk_id] = None
+        while len(self._gone) > self.limits.max_tombstones:
+            self._gone.popitem(last=False)
+        if job.published:
+            try:
+                await self.ep.command("object", "remove",
+                                      name=self.thunk_prefix.append_wire(generic(job.thunk_id)).to_uri())
+            except Error:
+                pass
+
+    def _on_poll(self, interest: Interest) -> Data | None:
+        comps = interest.name.comps
+        if len(comps) <= len(self.thunk_prefix.comps):
+            return None
+        thunk_id = comps[len(self.thunk_prefix.comps)][1:].decode("ascii", "replace")
+        job = self._jobs.get(thunk_id)
+        if job is None:
+            if thunk_id in self._gone:
+                return self._error(interest.name, "gone", f"the result of {thunk_id} is no longer kept")
+            return self._error(interest.name, "unknown-thunk", f"no result named {thunk_id} here")
+        if job.error is not None:
+            return self._error(interest.name, *job.error)
+        eta = max(0.05, min(MAX_POLL_WAIT, trio.current_time() - job.started))
+        if job.published:
+            eta = 0.0  # stored: a new Interest will reach the object
+        return self._thunk(interest.name, job, eta)
+
+    # --- answers (signed by the host's key, or MACed with `signer`, a session's) --------------
+    def _sign(self, data: Data, signer: SigningKey | None) -> Data:
+        return self.ep.sign(data) if signer is None else signer.sign(data)
+
+    def _thunk(self, name: Name, job: Job, eta: float, signer: SigningKey | None = None) -> Data:
+        body = msgpack.packb({"name": self.thunk_prefix.append_wire(generic(job.thunk_id)).to_uri(),
+                              "eta_ms": int(eta * 1000), "expires_ms": int(self.limits.retention * 1000)})
+        return self._sign(Data(name, body, ContentType.THUNK, 0), signer)
+
+    def _result_data(self, name: Name, result: bytes, freshness_ms: int, signer: SigningKey | None = None) -> Data:
+        return self._sign(Data(name, result, ContentType.BLOB, freshness_ms), signer)
+
+    def _error(self, name: Name, code: str, message: str, signer: SigningKey | None = None) -> Data:
+        return self._sign(error_data(name, code, message[:MAX_ERROR_MESSAGE]), signer)

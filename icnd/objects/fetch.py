@@ -1,0 +1,373 @@
+"""Fetching and publishing named data through an `Endpoint` (the I/O half of objects).
+
+`fetch` gets one Data (verified, an ERROR Data raised as its exception);
+`fetch_object` discovers an object's newest version, fetches its signed
+manifest and then its segments through `_SegmentPipeline`: a window of
+outstanding segment Interests (AIMD, never more bytes in flight than a
+stream face's send queue holds), an RTO from SRTT + 4·RTTVAR with backoff,
+retransmission with fresh nonces, out-of-order placement into a sink (a
+buffer or a file), and a digest check of every segment against the
+manifest.  `publish` hands one Data to the node's repo, `publish_object`
+uploads bytes or a file of any size as a versioned object the node cuts,
+stores and serves (see `icnd.objects.manifest` for the names).
+
+`icnd.Client` offers each of these as a method; function hosts use
+`fetch_segments` to pull arguments and `publish_object` to store results.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+import trio
+
+from icnd.codec import MAX_PARAMS_SIZE, encode
+from icnd.endpoint import DEFAULT_TIMEOUT, Endpoint
+from icnd.errors import Error, Nacked, NotFound, Timeout, VerificationError, raise_for_error
+from icnd.name import T_VERSION, Name, NameLike
+from icnd.objects.manifest import (
+    DEFAULT_SEGMENT_SIZE,
+    MANIFEST,
+    CongestionWindow,
+    Manifest,
+    RttEstimator,
+    check_segment,
+    check_sizes,
+    manifest_name,
+    parse_versioned,
+    segment_index,
+)
+from icnd.packet import ContentType, Data, Interest, Nack, NackReason
+
+# A published Data travels to the node inside a management Interest's
+# parameters (codec.MAX_PARAMS_SIZE), less room for the command's framing.
+MAX_PUBLISH_CONTENT = MAX_PARAMS_SIZE - 16 * 1024
+UPLOAD_CHUNK = MAX_PUBLISH_CONTENT  # bytes per object/append command
+MAX_BYTES_IN_FLIGHT = 8 * 1024 * 1024  # half a stream face's send queue (16 MiB)
+MAX_SEGMENT_ATTEMPTS = 8
+MAX_CORRUPT_ATTEMPTS = 3
+
+Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
+
+
+# --- one Data -------------------------------------------------------------------------------------
+async def fetch(ep: Endpoint, name: NameLike, *, timeout: float = DEFAULT_TIMEOUT, can_be_prefix: bool = False,
+                must_be_fresh: bool = False, verify: bool = True, lifetime: float | None = None,
+                app_params: bytes | None = None) -> Data:
+    """Fetch one Data by name; raises Timeout, Nacked, RemoteError (an
+    ERROR Data) or VerificationError."""
+    name = Name(name)
+    lifetime_ms = int(1000 * (lifetime if lifetime is not None else min(timeout, 60.0)))
+    if app_params is not None:
+        interest = Interest.with_params(name, app_params, lifetime_ms=lifetime_ms,
+                                        can_be_prefix=can_be_prefix, must_be_fresh=must_be_fresh)
+    else:
+        interest = Interest(name, lifetime_ms=lifetime_ms, can_be_prefix=can_be_prefix,
+                            must_be_fresh=must_be_fresh)
+    data = await ep.express(interest, timeout=timeout)
+    if verify:
+        await ep.verify(data, timeout=timeout)
+    raise_for_error(data)
+    return data
+
+
+async def publish(ep: Endpoint, name: NameLike, content: bytes, *, freshness: float | None = None,
+                  content_type: int = ContentType.BLOB, sign_by: str = "auto") -> Data:
+    """Hand a Data to the node, which stores and serves it (see `Client.publish`)."""
+    if sign_by not in ("auto", "client", "node"):
+        raise ValueError("sign_by must be 'auto', 'client' or 'node'")
+    if len(content) > MAX_PUBLISH_CONTENT:
+        raise ValueError(
+            f"{name}: {len(content)} bytes is more than one published packet holds "
+            f"({MAX_PUBLISH_CONTENT} bytes); publish larger content as a segmented object"
+        )
+    by_node = sign_by == "node" or (sign_by == "auto" and ep.key is None)
+    freshness_ms = 3_600_000 if freshness is None else int(freshness * 1000)
+    data = Data(Name(name), bytes(content), content_type, freshness_ms)
+    if not by_node:
+        data = ep.sign(data)
+    result = await ep.command("repo", "publish", packets=[encode(data)], sign=by_node)
+    if result["published"] != 1:
+        raise Error(f"{name}: the node did not publish it")
+    return data
+
+
+# --- objects ---------------------------------------------------------------------------------------
+async def publish_object(ep: Endpoint, name: NameLike, source: bytes | bytearray | memoryview | str | os.PathLike,
+                         *, segment_size: int = DEFAULT_SEGMENT_SIZE, freshness: float | None = None,
+                         progress: Progress | None = None) -> Manifest:
+    """Upload bytes or a file as a segmented, versioned object (see `Client.publish_object`)."""
+    name = Name(name)
+    freshness_ms = 3_600_000 if freshness is None else int(freshness * 1000)
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fsdecode(source)
+        size = os.path.getsize(path)
+        reader = open(path, "rb")
+    else:
+        view = memoryview(source).cast("B")
+        size = len(view)
+        reader = None
+    check_sizes(size, segment_size)
+    begun = await ep.command("object", "begin", name=name.to_uri(), size=size,
+                             segment_size=segment_size, freshness_ms=freshness_ms)
+    upload = begun["upload"]
+    try:
+        offset = 0
+        while offset < size:
+            if reader is not None:
+                chunk = reader.read(UPLOAD_CHUNK)
+                if not chunk:
+                    raise Error(f"{path}: file shrank while it was being published")
+            else:
+                chunk = bytes(view[offset:offset + UPLOAD_CHUNK])
+            await ep.command("object", "append", upload=upload, offset=offset, data=chunk)
+            offset += len(chunk)
+            if progress is not None:
+                progress(offset, size)
+        info = await ep.command("object", "commit", upload=upload)
+    except BaseException:
+        with trio.CancelScope(shield=True), trio.move_on_after(2):
+            try:
+                await ep.command("object", "abort", upload=upload)
+            except Error:
+                pass
+        raise
+    finally:
+        if reader is not None:
+            reader.close()
+    if progress is not None and size == 0:
+        progress(0, 0)
+    return Manifest(name, info["version"], size, segment_size, b"\0" * (32 * info["segments"]))
+
+
+async def discover(ep: Endpoint, name: Name, timeout: float) -> Data:
+    """What the network has under `name`: its newest manifest, a segment, or a single Data."""
+    try:
+        return await fetch(ep, name, timeout=timeout, can_be_prefix=True, must_be_fresh=True, verify=False)
+    except Nacked as exc:
+        if exc.reason == "no-route":
+            raise NotFound(f"{name}: no such object (nobody serves it: {exc})") from None
+        raise
+
+
+async def fetch_manifest(ep: Endpoint, name: NameLike, *, timeout: float = DEFAULT_TIMEOUT,
+                         verify: bool = True) -> Manifest:
+    """The manifest of the newest version of object `name` (or of the
+    version named, when `name` ends with ``v=…``)."""
+    name = Name(name)
+    comps = name.comps
+    if comps and comps[-1][0] == T_VERSION:
+        base, ver = name[:-1], int.from_bytes(comps[-1][1:], "big")
+    else:
+        found = await discover(ep, name, timeout)
+        parsed = parse_versioned(found.name, name)
+        if parsed is None:
+            raise NotFound(f"{name} is not a published object ({found.name} answered)")
+        base, ver = name, parsed[0]
+        if parsed[1] == MANIFEST and found.content_type == ContentType.MANIFEST:
+            if verify:
+                await ep.verify(found, timeout=timeout)
+            return Manifest.decode(base, found.content)
+    data = await fetch(ep, manifest_name(base, ver), timeout=timeout, verify=verify)
+    if data.content_type != ContentType.MANIFEST:
+        raise NotFound(f"{data.name} is not a manifest")
+    return Manifest.decode(base, data.content)
+
+
+async def fetch_object(ep: Endpoint, name: NameLike, *, timeout: float = 60.0, verify: bool = True,
+                       out: str | os.PathLike | bytearray | None = None,
+                       progress: Progress | None = None) -> bytes | bytearray:
+    """Fetch a segmented object, each segment checked against the signed
+    manifest (see `Client.fetch_object`); never hangs past `timeout`."""
+    name = Name(name)
+    deadline = trio.current_time() + timeout
+    try:
+        with trio.fail_at(deadline):
+            step_timeout = min(timeout, DEFAULT_TIMEOUT)
+            if not (name.comps and name.comps[-1][0] == T_VERSION):
+                found = await discover(ep, name, step_timeout)
+                if found.name == name and found.content_type != ContentType.MANIFEST:
+                    return await _single(ep, found, out, verify, step_timeout, progress)
+            manifest = await fetch_manifest(ep, name, timeout=step_timeout, verify=verify)
+            if out is None or isinstance(out, bytearray):
+                buffer = bytearray(manifest.size) if out is None else out
+                if len(buffer) != manifest.size:
+                    buffer[manifest.size:] = b""
+                    buffer.extend(bytes(manifest.size - len(buffer)))
+                await _fetch_into(ep, manifest, _BufferSink(buffer), progress)
+                return bytes(buffer) if out is None else buffer
+            with open(out, "wb") as f:
+                f.truncate(manifest.size)
+                await _fetch_into(ep, manifest, _FileSink(f.fileno()), progress)
+            return b""
+    except trio.TooSlowError:
+        raise Timeout(f"{name}: object not complete within {timeout:g}s") from None
+
+
+async def _single(ep: Endpoint, data: Data, out: str | os.PathLike | bytearray | None, verify: bool,
+                  timeout: float, progress: Progress | None) -> bytes | bytearray:
+    """A plain (unsegmented) Data where an object was asked for."""
+    if verify:
+        await ep.verify(data, timeout=timeout)
+    raise_for_error(data)
+    if progress is not None:
+        progress(len(data.content), len(data.content))
+    if isinstance(out, bytearray):
+        out[:] = data.content
+        return out
+    if out is None:
+        return data.content
+    with open(out, "wb") as f:
+        f.write(data.content)
+    return b""
+
+
+async def fetch_segments(ep: Endpoint, manifest: Manifest) -> bytes:
+    """The segments `manifest` describes, pipelined and checked, as bytes."""
+    buffer = bytearray(manifest.size)
+    await _fetch_into(ep, manifest, _BufferSink(buffer), None)
+    return bytes(buffer)
+
+
+async def _fetch_into(ep: Endpoint, manifest: Manifest, sink: "_Sink", progress: Progress | None) -> None:
+    pipeline = _SegmentPipeline(ep, manifest, sink, progress)
+    with ep.stream(manifest.prefix, pipeline.on_packet):
+        await pipeline.run()
+
+
+class _Sink:
+    def write(self, offset: int, content: bytes) -> None:
+        raise NotImplementedError
+
+
+class _BufferSink(_Sink):
+    def __init__(self, buffer: bytearray) -> None:
+        self.view = memoryview(buffer)
+
+    def write(self, offset: int, content: bytes) -> None:
+        self.view[offset:offset + len(content)] = content
+
+
+class _FileSink(_Sink):
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def write(self, offset: int, content: bytes) -> None:
+        os.pwrite(self.fd, content, offset)
+
+
+class _SegmentPipeline:
+    """One object fetch: a window of outstanding segment Interests (AIMD),
+    RTO from SRTT + 4·RTTVAR with backoff, retransmission with fresh nonces,
+    out-of-order placement into the sink, digest check of every segment."""
+
+    def __init__(self, ep: Endpoint, manifest: Manifest, sink: _Sink, progress: Progress | None) -> None:
+        self.ep = ep
+        self.manifest = manifest
+        self.sink = sink
+        self.progress = progress
+        self.rtt = RttEstimator()
+        # never more Data in flight than a face's send queue can hold: beyond
+        # that the node drops segments and only timeouts would recover them
+        self.window = CongestionWindow(maximum=max(2.0, MAX_BYTES_IN_FLIGHT / manifest.segment_size))
+        self.next_index = 0
+        self.retx: list[int] = []
+        self.outstanding: dict[int, tuple[float, int, int]] = {}  # index -> (sent_at, nonce, attempt)
+        self.attempts: dict[int, int] = {}
+        self.corrupt: dict[int, int] = {}
+        self.done = 0
+        self.bytes_done = 0
+        self.wakeup = trio.Event()
+        self.arrived: list[Data | Nack] = []
+        self.lifetime_ms = 4000
+
+    def on_packet(self, packet: Data | Nack) -> None:
+        self.arrived.append(packet)
+        self.wakeup.set()
+
+    def _send(self, index: int, now: float) -> None:
+        attempt = self.attempts.get(index, 0) + 1
+        if attempt > MAX_SEGMENT_ATTEMPTS:
+            raise Timeout(f"{self.manifest.segment_name(index)}: no answer after {MAX_SEGMENT_ATTEMPTS} attempts")
+        self.attempts[index] = attempt
+        interest = Interest(self.manifest.segment_name(index), lifetime_ms=self.lifetime_ms)
+        self.outstanding[index] = (now, interest.nonce, attempt)
+        self.ep.send(interest)
+
+    async def run(self) -> None:
+        total = self.manifest.segments
+        while self.done < total:
+            now = trio.current_time()
+            while len(self.outstanding) < self.window.size and (self.retx or self.next_index < total):
+                if self.retx:
+                    index = self.retx.pop()
+                else:
+                    index = self.next_index
+                    self.next_index += 1
+                self._send(index, now)
+            rto = self.rtt.timeout()
+            earliest = min((sent for sent, _, _ in self.outstanding.values()), default=now)
+            with trio.move_on_at(earliest + rto):
+                await self.wakeup.wait()
+            self.wakeup = trio.Event()
+            arrived, self.arrived = self.arrived, []
+            now = trio.current_time()
+            for packet in arrived:
+                self._on_arrival(packet, now)
+            self._check_timeouts(now)
+
+    def _index_of(self, packet: Data | Nack) -> int | None:
+        index = segment_index(packet.name.comps[-1])
+        if index is None or index not in self.outstanding:
+            return None
+        return index
+
+    def _on_arrival(self, packet: Data | Nack, now: float) -> None:
+        index = self._index_of(packet)
+        if index is None:
+            return  # a late duplicate of a segment already placed
+        sent_at, nonce, attempt = self.outstanding[index]
+        if isinstance(packet, Nack):
+            if packet.nonce != nonce:
+                return
+            del self.outstanding[index]
+            if packet.reason in (NackReason.CONGESTION, NackReason.NO_RESOURCES):
+                self.window.on_loss(now, self.rtt.srtt or self.rtt.rto)
+                self.retx.append(index)
+                return
+            raise Nacked(packet.reason.label, f"{packet.name}: nacked {packet.reason.label}"
+                         + (f" ({packet.detail})" if packet.detail else ""))
+        del self.outstanding[index]
+        manifest = self.manifest
+        if not check_segment(manifest, index, packet.content):
+            bad = self.corrupt[index] = self.corrupt.get(index, 0) + 1
+            if bad >= MAX_CORRUPT_ATTEMPTS:
+                raise VerificationError(
+                    f"{packet.name}: content does not match the manifest's digest "
+                    f"({bad} copies received, all corrupt)"
+                )
+            self.retx.append(index)
+            return
+        if attempt == 1:
+            self.rtt.sample(now - sent_at)
+        else:
+            self.rtt.reset_backoff()  # the path delivers again: stop stretching the timer
+        self.window.on_answer()
+        start, _ = manifest.segment_range(index)
+        self.sink.write(start, packet.content)
+        self.done += 1
+        self.bytes_done += len(packet.content)
+        if self.progress is not None:
+            self.progress(self.bytes_done, manifest.size)
+
+    def _check_timeouts(self, now: float) -> None:
+        rto = self.rtt.timeout()
+        expired = [i for i, (sent, _, _) in self.outstanding.items() if now - sent >= rto]
+        if not expired:
+            return
+        self.rtt.back_off()
+        self.window.on_loss(now, self.rtt.srtt or rto)
+        for index in expired:
+            del self.outstanding[index]
+            self.retx.append(index)
