@@ -100,15 +100,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from icnd.core.tables.fib import Fib
+from icnd.core.tables.fib import Fib, FibEntry
 from icnd.core.fw.forwarder import Forwarder
 from icnd.faces.link import LinkParams as LinkModelParams
+from icnd.errors import Error
 from icnd.name import Name
 from icnd.packet import DEFAULT_HOP_LIMIT, Data, Interest, Nack, NackReason
 from icnd.security import make_data
 from icnd.sim.network import Fetch, SimApp, SimNetwork, SimNode
-from icnd.topology.launch import FUNCTION_STRATEGY, function_route_prefixes
-from icnd.topology.routes import RouteOracle, derive_routes
+from icnd.topology.routes import FUNCTION_STRATEGY, RouteOracle, derive_routes, function_route_prefixes
 from icnd.topology.spec import TopologySpec, load, node_prefix, parse
 
 __all__ = [
@@ -137,7 +137,7 @@ _NODE_COMP = Name("/node").comps[0]
 _MAX_HOP_LIMIT = 255
 
 
-class ScenarioError(ValueError):
+class ScenarioError(Error, ValueError):
     """A scenario step is invalid; ``str(err)`` is ``"<source>: <entry>: <problem>"``."""
 
     def __init__(self, source: str, entry: str, problem: str) -> None:
@@ -252,7 +252,7 @@ def grid_spec(rows: int, cols: int, *, delay_ms: float = 0, loss: float = 0.0, b
     """A ``rows`` x ``cols`` grid: node ``r{R}c{C}`` linked to its right and lower neighbours."""
     if rows < 1 or cols < 1:
         raise ValueError(f"a grid needs at least one row and one column, got {rows}x{cols}")
-    nodes = {f"r{r}c{c}": {} for r in range(rows) for c in range(cols)}
+    nodes: dict[str, dict[str, Any]] = {f"r{r}c{c}": {} for r in range(rows) for c in range(cols)}
     links = []
     for r in range(rows):
         for c in range(cols):
@@ -374,7 +374,7 @@ class _LazyFib(Fib):
         self._clock = clock  # [seconds spent deriving routes], shared by every node
         self._installed: set[bytes] = set()
 
-    def longest_match(self, comps):  # type: ignore[no-untyped-def]
+    def longest_match(self, comps: tuple[bytes, ...]) -> FibEntry | None:
         if len(comps) >= 2 and comps[0] == _NODE_COMP:
             dest = comps[1]
             if dest not in self._installed:
@@ -684,10 +684,10 @@ def _install(spec: TopologySpec, net: SimNetwork, faces: dict[str, dict[str, int
         fw = net.nodes[name].fw
         toward = faces[name]
         for route in node_routes:
-            prefix = names.get(route.prefix)
-            if prefix is None:
-                prefix = names[route.prefix] = Name(route.prefix)
-            fw.add_route(prefix, toward[route.via], route.cost)
+            route_name = names.get(route.prefix)
+            if route_name is None:
+                route_name = names[route.prefix] = Name(route.prefix)
+            fw.add_route(route_name, toward[route.via], route.cost)
     functions = [names[p] for p in function_route_prefixes(spec, table)]
     for node in net.nodes.values():
         _set_strategies(node.fw, functions)

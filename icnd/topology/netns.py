@@ -36,6 +36,7 @@ import os
 import shutil
 import signal
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import trio
@@ -232,7 +233,7 @@ def _namespace_pids(ns: str) -> list[int]:
     return [int(tok) for tok in proc.stdout.split() if tok.isdigit()]
 
 
-def destroy(namespaces: list[str], veths: list[str] = ()) -> list[str]:
+def destroy(namespaces: Sequence[str], veths: Sequence[str] = ()) -> list[str]:
     """Delete exactly the named namespaces (killing what still runs inside) and any
     named veth left in the host namespace.  Idempotent; returns the problems
     (names that could not be removed), empty when all is gone."""

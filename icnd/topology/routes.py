@@ -34,6 +34,10 @@ Invariants (checked by the tests):
 
 Output is deterministic: ``derive_routes`` returns every node of the spec (in
 spec order) mapped to its routes sorted by prefix, then cost, then neighbour.
+
+Function prefixes that get routes also get `FUNCTION_STRATEGY` on every node
+(`function_route_prefixes` lists them), in the launcher and the simulator
+alike, so calls spread over the hosts.
 """
 
 from __future__ import annotations
@@ -45,7 +49,17 @@ from dataclasses import dataclass
 
 from icnd.topology.spec import TopologySpec, node_prefix
 
-__all__ = ["Route", "RouteOracle", "derive_routes", "originated_prefixes", "shortest_distances"]
+__all__ = [
+    "FUNCTION_STRATEGY",
+    "Route",
+    "RouteOracle",
+    "derive_routes",
+    "function_route_prefixes",
+    "originated_prefixes",
+    "shortest_distances",
+]
+
+FUNCTION_STRATEGY = "load-balance"  # on every node, for every routed function prefix
 
 
 @dataclass(frozen=True)
@@ -141,6 +155,12 @@ def derive_routes(
             key=lambda r: (r.prefix, r.cost, r.via),
         )
     return routes
+
+
+def function_route_prefixes(spec: TopologySpec, routes: Mapping[str, list[Route]]) -> list[str]:
+    """The function prefixes (``/fn/NAME``) some node has derived routes for, sorted."""
+    functions = {p for node in spec.nodes.values() for p in node.function_prefixes}
+    return sorted({r.prefix for node_routes in routes.values() for r in node_routes if r.prefix in functions})
 
 
 def _derive_toward(spec: TopologySpec, destinations: Iterable[str]) -> dict[str, list[Route]]:

@@ -65,6 +65,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from icnd.errors import Error
 from icnd.name import T_GENERIC, Name
 
 __all__ = [
@@ -107,7 +108,7 @@ _NODE_KEYS = ("functions",)
 _GROUP_KEYS = ("members", "rendezvous", "segment_bytes", "deadline_ms")
 
 
-class TopologyError(ValueError):
+class TopologyError(Error, ValueError):
     """A topology violates the schema.
 
     ``str(err)`` is ``"<source>: <entry>: <problem>"``; the three parts are

@@ -376,8 +376,7 @@ def test_default_seed_and_reseed() -> None:
 def test_simulated_topology_uses_load_balance_for_function_prefixes(monkeypatch) -> None:
     from icnd.sim.network import SimNetwork
     from icnd.topology import parse, simulate
-    from icnd.topology.launch import function_route_prefixes
-    from icnd.topology.routes import derive_routes
+    from icnd.topology.routes import derive_routes, function_route_prefixes
 
     spec = parse({
         "nodes": {"c": {}, "r": {}, "h1": {"functions": ["m:f=/fn/f"]}, "h2": {"functions": ["m:f=/fn/f"]}},

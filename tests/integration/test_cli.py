@@ -14,28 +14,22 @@ import signal
 import socket
 import stat
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from icnd.security import Ed25519Key
+from icnd.testing.processes import Daemon
+from icnd.testing.processes import run_cli as icnd
 
 READY_TIMEOUT = 10.0
-CMD_TIMEOUT = 20.0
 
 REQUIRED_COUNTERS = (
     "interests_in", "interests_out", "data_in", "data_out", "nacks_in", "nacks_out",
     "cs_hits", "cs_misses", "unsolicited_data", "decode_errors", "pit_aggregated",
 )
 REQUIRED_TABLES = ("pit_entries", "fib_entries", "cs_entries", "cs_bytes", "faces")
-
-
-def icnd(*args: str, input: bytes | None = None, timeout: float = CMD_TIMEOUT,
-         cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "icnd", *args], input=input, capture_output=True,
-                          timeout=timeout, cwd=cwd)
 
 
 def icnd_json(*args: str, sock: Path) -> object:
@@ -53,44 +47,12 @@ def one_line_error(r: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-class Daemon:
-    def __init__(self, workdir: Path, *args: str) -> None:
-        self.sock = workdir / "t.sock"
-        self.stdout_path = workdir / "stdout.txt"
-        self.stderr_path = workdir / "stderr.txt"
-        with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "icnd", "run", "--socket", str(self.sock), *args],
-                stdout=out, stderr=err,
-            )
-
-    def wait_ready(self) -> dict:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail(f"daemon exited with {self.proc.returncode}: {self.stderr_path.read_text()}")
-            r = icnd("status", "--socket", str(self.sock), "--json", timeout=READY_TIMEOUT)
-            if r.returncode == 0:
-                return json.loads(r.stdout)
-            time.sleep(0.1)
-        pytest.fail(f"daemon not ready within {READY_TIMEOUT}s: {self.stderr_path.read_text()}")
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(timeout=10)
-
-
-def start(workdir: Path, *args: str) -> Daemon:
-    return Daemon(workdir, *args)
-
-
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("cli-node")
-    daemon = start(workdir, "--name", "/node/t", "--listen", "udp://127.0.0.1:0", "--listen", "tcp://127.0.0.1:0")
+    daemon = Daemon(workdir, "--name", "/node/t", "--listen", "udp://127.0.0.1:0", "--listen", "tcp://127.0.0.1:0")
     try:
-        daemon.wait_ready()
+        daemon.wait_ready(READY_TIMEOUT)
         yield daemon
     finally:
         daemon.kill()
@@ -290,10 +252,10 @@ def test_signal_shuts_down_cleanly(tmp_path, signum):
     config = tmp_path / "node.toml"
     config.write_text('name = "/node/fromfile"\nlisten = ["udp://127.0.0.1:0"]\nlog_level = "warning"\n')
     flags = ["--log-json", "--log-level", "info"] if signum == signal.SIGTERM else []
-    daemon = start(tmp_path, "--config", str(config), "--listen", "tcp://127.0.0.1:0",
-                   "--function", "apps.functions:double=/fn/double", *flags)
+    daemon = Daemon(tmp_path, "--config", str(config), "--listen", "tcp://127.0.0.1:0",
+                    "--function", "apps.functions:double=/fn/double", *flags)
     try:
-        status = daemon.wait_ready()
+        status = daemon.wait_ready(READY_TIMEOUT)
         assert status["name"] == "/node/fromfile"
         listen = status["listen"]
         assert any(u.startswith("tcp://127.0.0.1:") for u in listen)

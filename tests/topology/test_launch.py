@@ -12,9 +12,6 @@ import json
 import os
 import secrets
 import signal
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,38 +19,18 @@ import trio
 
 import icnd
 from icnd import Interest, Name
+from icnd.testing.processes import gone, wait_exit
 from icnd.topology import TopologySpec, derive_routes, load, parse
-from icnd.topology.launch import STATE_FILE, LaunchError, launch, topo_down
+from icnd.topology.launcher import STATE_FILE, LaunchError, launch, topo_down
 
-ROOT = Path(__file__).resolve().parents[2]
-TOPOLOGIES = ROOT / "topologies"
-
-
-def gone(pid: int | None) -> bool:
-    if pid is None:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return True
-    return state in ("Z", "X")
+TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
+LINE3 = TOPOLOGIES / "line3.toml"
 
 
 def sockets_in(directory: str | Path) -> list[str]:
     if not os.path.isdir(directory):
         return []
     return sorted(p for p in os.listdir(directory) if p.endswith(".sock"))
-
-
-@pytest.fixture
-def workdir():
-    # short, so that the Unix socket paths stay well under 108 bytes
-    path = tempfile.mkdtemp(prefix="icnd-tl-")
-    yield path
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def assert_cleaned(workdir: str, pids: list[int | None]) -> None:
@@ -229,7 +206,7 @@ async def test_cut_heal_restart_over_udp_and_tcp(workdir) -> None:
 async def test_a_node_that_cannot_start_fails_with_its_log(workdir) -> None:
     with trio.fail_after(20):
         with pytest.raises(LaunchError, match=r"(?s)exited with code 2.*log-level.*bogus"):
-            async with launch(TOPOLOGIES / "line3.toml", workdir=workdir, log_level="bogus"):
+            async with launch(LINE3, workdir=workdir, log_level="bogus"):
                 pass
     assert sockets_in(workdir) == []
     assert not os.path.exists(os.path.join(workdir, STATE_FILE))
@@ -237,60 +214,27 @@ async def test_a_node_that_cannot_start_fails_with_its_log(workdir) -> None:
 
 # --- background topologies: icnd topo up / down ----------------------------------------------------------
 
-UP_SCRIPT = "import sys; from icnd.topology.launch import main_up; sys.exit(main_up(sys.argv[1], workdir=sys.argv[2]))"
+
+async def test_topo_down_stops_a_background_topology(workdir, tmp_path, background, capsys) -> None:
+    proc, state = await background(LINE3, workdir, tmp_path / "up.out")
+    pids = [info["pid"] for info in state["nodes"].values()]
+    assert state["launcher"]["pid"] == proc.pid and len(pids) == 3
+    async with icnd.connect(state["nodes"]["a"]["socket"]) as client:
+        assert (await client.status())["name"] == "/node/a"
+    assert await trio.to_thread.run_sync(topo_down, workdir) == 0
+    assert await wait_exit(proc) == 0
+    output = (tmp_path / "up.out").read_text()
+    assert "a.sock" in output and "ready" in output and "topology stopped" in output
+    assert_cleaned(workdir, pids + [proc.pid])
+    # idempotent: nothing to stop any more
+    capsys.readouterr()
+    assert await trio.to_thread.run_sync(topo_down, workdir) == 0
+    assert "no topology is running" in capsys.readouterr().err
 
 
-async def start_background(workdir: str, out: Path) -> tuple[subprocess.Popen, dict]:
-    with open(out, "wb") as f:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", UP_SCRIPT, str(TOPOLOGIES / "line3.toml"), workdir],
-            stdout=f, stderr=subprocess.STDOUT, cwd=ROOT,
-        )
-    state_file = Path(workdir, STATE_FILE)
-    with trio.fail_after(20):
-        while True:
-            assert proc.poll() is None, out.read_text()
-            try:
-                state = json.loads(state_file.read_text())
-            except (OSError, ValueError):
-                state = {}
-            if state.get("ready"):
-                return proc, state
-            await trio.sleep(0.05)
-
-
-async def wait_exit(proc: subprocess.Popen, timeout: float = 15) -> int:
-    with trio.fail_after(timeout):
-        while proc.poll() is None:
-            await trio.sleep(0.05)
-    return proc.returncode
-
-
-async def test_topo_down_stops_a_background_topology(workdir, tmp_path, capsys) -> None:
-    proc, state = await start_background(workdir, tmp_path / "up.out")
-    try:
-        pids = [info["pid"] for info in state["nodes"].values()]
-        assert state["launcher"]["pid"] == proc.pid and len(pids) == 3
-        async with icnd.connect(state["nodes"]["a"]["socket"]) as client:
-            assert (await client.status())["name"] == "/node/a"
-        assert await trio.to_thread.run_sync(topo_down, workdir) == 0
-        assert await wait_exit(proc) == 0
-        output = (tmp_path / "up.out").read_text()
-        assert "a.sock" in output and "ready" in output and "topology stopped" in output
-        assert_cleaned(workdir, pids + [proc.pid])
-        # idempotent: nothing to stop any more
-        capsys.readouterr()
-        assert await trio.to_thread.run_sync(topo_down, workdir) == 0
-        assert "no topology is running" in capsys.readouterr().err
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
-async def test_crashed_launcher_is_cleaned_up(workdir, tmp_path) -> None:
+async def test_crashed_launcher_is_cleaned_up(workdir, tmp_path, background) -> None:
     # 1. kill -9 the launcher: its daemons die with it; `topo down` removes the rest
-    proc, state = await start_background(workdir, tmp_path / "up1.out")
+    proc, state = await background(LINE3, workdir, tmp_path / "up1.out")
     pids = [info["pid"] for info in state["nodes"].values()]
     proc.send_signal(signal.SIGKILL)
     await wait_exit(proc)
@@ -299,12 +243,12 @@ async def test_crashed_launcher_is_cleaned_up(workdir, tmp_path) -> None:
     assert_cleaned(workdir, pids)
 
     # 2. crash again, then a new launch in the same workdir cleans up first
-    proc, state = await start_background(workdir, tmp_path / "up2.out")
+    proc, state = await background(LINE3, workdir, tmp_path / "up2.out")
     pids = [info["pid"] for info in state["nodes"].values()]
     proc.send_signal(signal.SIGKILL)
     await wait_exit(proc)
     with trio.fail_after(30):
-        async with launch(TOPOLOGIES / "line3.toml", workdir=workdir) as net:
+        async with launch(LINE3, workdir=workdir) as net:
             assert all(gone(pid) for pid in pids)
             pids += [h.pid for h in net.nodes.values()]
             c = await net.connect("a")

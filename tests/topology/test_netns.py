@@ -12,8 +12,6 @@ import os
 import secrets
 import signal
 import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,11 +19,12 @@ import trio
 
 import icnd
 from icnd import Interest, Name
+from icnd.testing.processes import gone, wait_exit
 from icnd.topology import netns, parse
-from icnd.topology.launch import STATE_FILE, launch, topo_down
+from icnd.topology.launcher import STATE_FILE, launch, topo_down
 
-ROOT = Path(__file__).resolve().parents[2]
-TOPOLOGIES = ROOT / "topologies"
+TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
+LINE3 = TOPOLOGIES / "line3.toml"
 
 
 def _unavailable() -> str | None:
@@ -50,27 +49,10 @@ def namespaces() -> set[str]:
     return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
-def gone(pid: int | None) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except OSError:
-        return True
-
-
-@pytest.fixture
-def workdir():
-    path = tempfile.mkdtemp(prefix="icnd-tn-")
-    yield path
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
-
-
 async def test_netns_needs_root(monkeypatch) -> None:
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(netns.NetnsUnavailable, match="needs root"):
-        async with launch(TOPOLOGIES / "line3.toml", netns=True):
+        async with launch(LINE3, netns=True):
             pass
 
 
@@ -134,78 +116,27 @@ async def test_line3_in_namespaces(workdir) -> None:
     assert not os.path.exists(os.path.join(workdir, STATE_FILE))
 
 
-UP_SCRIPT = (
-    "import sys; from icnd.topology.launch import main_up; "
-    "sys.exit(main_up(sys.argv[1], workdir=sys.argv[2], netns=True))"
-)
-
-
 @needs_netns
-async def test_topo_down_after_the_launcher_was_killed(workdir, tmp_path) -> None:
+async def test_topo_down_after_the_launcher_was_killed(workdir, tmp_path, background) -> None:
+    proc, state = await background(LINE3, workdir, tmp_path / "up.out", netns=True, timeout=30)
+    recorded = set(state["netns"])
+    assert len(recorded) == 3 and recorded <= namespaces()
+    pids = [info["pid"] for info in state["nodes"].values()]
+    proc.send_signal(signal.SIGKILL)
+    await wait_exit(proc, timeout=10)
+    assert recorded <= namespaces()  # a crashed launcher leaves its namespaces behind...
+    assert await trio.to_thread.run_sync(topo_down, workdir) == 0
+    assert not (recorded & namespaces())  # ...and `topo down` removes exactly them
+    assert all(gone(pid) for pid in pids)
+    assert not os.path.exists(os.path.join(workdir, STATE_FILE))
+
+
+async def test_topo_up_without_root_falls_back_to_processes(workdir, tmp_path, background) -> None:
     out = tmp_path / "up.out"
-    with open(out, "wb") as f:
-        proc = subprocess.Popen([sys.executable, "-c", UP_SCRIPT, str(TOPOLOGIES / "line3.toml"), workdir],
-                                stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
-    try:
-        with trio.fail_after(30):
-            while True:
-                assert proc.poll() is None, out.read_text()
-                try:
-                    state = json.loads(Path(workdir, STATE_FILE).read_text())
-                except (OSError, ValueError):
-                    state = {}
-                if state.get("ready"):
-                    break
-                await trio.sleep(0.05)
-        recorded = set(state["netns"])
-        assert len(recorded) == 3 and recorded <= namespaces()
-        pids = [info["pid"] for info in state["nodes"].values()]
-        proc.send_signal(signal.SIGKILL)
-        with trio.fail_after(10):
-            while proc.poll() is None:
-                await trio.sleep(0.05)
-        assert recorded <= namespaces()  # a crashed launcher leaves its namespaces behind...
-        assert await trio.to_thread.run_sync(topo_down, workdir) == 0
-        assert not (recorded & namespaces())  # ...and `topo down` removes exactly them
-        assert all(gone(pid) for pid in pids)
-        assert not os.path.exists(os.path.join(workdir, STATE_FILE))
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
-FALLBACK_SCRIPT = (
-    "import os, sys; os.geteuid = lambda: 1000; from icnd.topology.launch import main_up; "
-    "sys.exit(main_up(sys.argv[1], workdir=sys.argv[2], netns=True))"
-)
-
-
-async def test_topo_up_without_root_falls_back_to_processes(workdir, tmp_path) -> None:
-    out = tmp_path / "up.out"
-    with open(out, "wb") as f:
-        proc = subprocess.Popen([sys.executable, "-c", FALLBACK_SCRIPT, str(TOPOLOGIES / "line3.toml"), workdir],
-                                stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
-    try:
-        with trio.fail_after(30):
-            while True:
-                assert proc.poll() is None, out.read_text()
-                try:
-                    state = json.loads(Path(workdir, STATE_FILE).read_text())
-                except (OSError, ValueError):
-                    state = {}
-                if state.get("ready"):
-                    break
-                await trio.sleep(0.05)
-        assert state["mode"] == "process" and state["netns"] == []
-        assert await trio.to_thread.run_sync(topo_down, workdir) == 0
-        with trio.fail_after(10):
-            while proc.poll() is None:
-                await trio.sleep(0.05)
-        text = out.read_text()
-        assert "needs root" in text and "falling back to processes on loopback" in text
-        assert proc.returncode == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    proc, state = await background(LINE3, workdir, out, netns=True, prelude="import os; os.geteuid = lambda: 1000",
+                                   timeout=30)
+    assert state["mode"] == "process" and state["netns"] == []
+    assert await trio.to_thread.run_sync(topo_down, workdir) == 0
+    assert await wait_exit(proc, timeout=10) == 0
+    text = out.read_text()
+    assert "needs root" in text and "falling back to processes on loopback" in text

@@ -350,14 +350,11 @@ COMPARED = ("interests_in", "interests_out", "data_in", "data_out", "cs_hits", "
             "retransmissions", "nacks_in", "nacks_out", "unsolicited_data")
 
 
-async def test_simulator_reproduces_the_launcher_on_grid9() -> None:
+async def test_simulator_reproduces_the_launcher_on_grid9(workdir) -> None:
     """Same paths, same cache hits, same forwarder counters as real daemons."""
-    import shutil
-    import tempfile
-
     import trio
 
-    from icnd.topology.launch import launch
+    from icnd.topology.launcher import launch
 
     spec = load(GRID9)
     sim = simulate(spec, scenario=[
@@ -365,25 +362,21 @@ async def test_simulator_reproduces_the_launcher_on_grid9() -> None:
         ("kill", "n12", 1.0), ("fetch", "n00", "n22", 2.0, "b"),
     ])
     assert sim.ok
-    workdir = tempfile.mkdtemp(prefix="icnd-ts-")  # short: Unix socket paths
-    try:
-        with trio.fail_after(60):
-            async with launch(spec, workdir=workdir) as net:
-                producer = await net.connect("n22")
-                for suffix in ("sim/object", "b"):  # digest-signed: no key fetch to verify
-                    await producer.publish(f"/node/n22/{suffix}", b"x" * 1024, freshness=3600, sign_by="client")
-                for src in ("n00", "n10", "n20"):
-                    await (await net.connect(src)).fetch("/node/n22/sim/object", verify=False)
-                holders = set()
-                for name in spec.nodes:
-                    entries = await (await net.connect(name)).command("cs", "list", prefix="/node/n22/sim")
-                    if any(e["name"] == "/node/n22/sim/object" for e in entries):
-                        holders.add(name)
-                await net.kill("n12")
-                await (await net.connect("n00")).fetch("/node/n22/b", verify=False)
-                real = {name: (await net.status(name))["counters"] for name in spec.nodes if name != "n12"}
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    with trio.fail_after(60):
+        async with launch(spec, workdir=workdir) as net:
+            producer = await net.connect("n22")
+            for suffix in ("sim/object", "b"):  # digest-signed: no key fetch to verify
+                await producer.publish(f"/node/n22/{suffix}", b"x" * 1024, freshness=3600, sign_by="client")
+            for src in ("n00", "n10", "n20"):
+                await (await net.connect(src)).fetch("/node/n22/sim/object", verify=False)
+            holders = set()
+            for name in spec.nodes:
+                entries = await (await net.connect(name)).command("cs", "list", prefix="/node/n22/sim")
+                if any(e["name"] == "/node/n22/sim/object" for e in entries):
+                    holders.add(name)
+            await net.kill("n12")
+            await (await net.connect("n00")).fetch("/node/n22/b", verify=False)
+            real = {name: (await net.status(name))["counters"] for name in spec.nodes if name != "n12"}
     # the Data of the first three fetches was cached along their paths, nowhere else
     assert holders == {n for f in sim.fetches[:3] for n in f.path} | {"n22"}
     assert [f.served_by for f in sim.fetches] == ["n22", "n12", "n22", "n22"]

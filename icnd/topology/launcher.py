@@ -67,7 +67,7 @@ from icnd.client.door import Client, unwrap
 from icnd.client.door import connect as _connect
 from icnd.errors import Error
 from icnd.topology import netns as _netns
-from icnd.topology.routes import Route, derive_routes
+from icnd.topology.routes import FUNCTION_STRATEGY, Route, derive_routes, function_route_prefixes
 from icnd.topology.spec import LinkSpec, TopologyError, TopologySpec, load, node_prefix
 
 __all__ = [
@@ -89,14 +89,7 @@ STATE_FORMAT = 1
 READY_TIMEOUT = 20.0
 STOP_TIMEOUT = 5.0
 COMMAND_TIMEOUT = 10.0
-FUNCTION_STRATEGY = "load-balance"  # on every node, for every routed function prefix
 MAX_SOCKET_PATH = 107  # sizeof(sun_path) - 1
-
-
-def function_route_prefixes(spec: TopologySpec, routes: Mapping[str, list[Route]]) -> list[str]:
-    """The function prefixes (``/fn/NAME``) some node has derived routes for, sorted."""
-    functions = {p for node in spec.nodes.values() for p in node.function_prefixes}
-    return sorted({r.prefix for node_routes in routes.values() for r in node_routes if r.prefix in functions})
 
 
 class LaunchError(Error):
@@ -402,8 +395,9 @@ class Network:
         directory; re-create its faces, link emulation and routes, and wait until it is ready."""
         handle = self._handle(node)
         async with self._lock:
-            if handle.alive:
-                await trio.to_thread.run_sync(_stop_processes, [_Target(handle._proc.pid, None, handle._proc)])
+            proc = handle._proc
+            if proc is not None and proc.poll() is None:  # alive
+                await trio.to_thread.run_sync(_stop_processes, [_Target(proc.pid, None, proc)])
             self._spawn(handle, restart=True)
             self._save()
             await self._wait_ready(handle, trio.current_time() + self.ready_timeout)
@@ -772,7 +766,7 @@ async def launch(
     if netns:
         _netns.check_available(need_tc=any(link.bandwidth_mbps > 0 for link in spec.links))
     owned = workdir is None
-    wd = tempfile.mkdtemp(prefix="icnd-topo-") if owned else os.path.abspath(os.fspath(workdir))
+    wd = tempfile.mkdtemp(prefix="icnd-topo-") if workdir is None else os.path.abspath(os.fspath(workdir))
     try:
         _prepare_workdir(wd, spec, clean=clean_workdir)
         if netns:
@@ -907,7 +901,7 @@ def topo_down(workdir: str | os.PathLike[str] | None = None, *, timeout: float =
         return 0
     launcher = state.get("launcher") or {}
     pid = launcher.get("pid")
-    if _launcher_running(state) and pid != os.getpid():
+    if pid and pid != os.getpid() and _launcher_running(state):  # (no pid: nothing running)
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         while _launcher_running(state) and time.monotonic() < deadline:

@@ -1,0 +1,27 @@
+"""The ``icnd`` command: run a node, operate it, use the network from a shell.
+
+    icnd run [--config FILE] [--name /node/NAME] [--listen URI ...] ...
+    icnd status | face | route | cs | strategy ...     (nfdc-like, over the local socket)
+    icnd ping | fetch | publish | call | reduce | contribute | group | keygen | topo
+
+Exit codes (the contract in interface.md §3-§5): 0 success; 1 the operation
+failed (timeout, Nack, refused command, no node to talk to); 2 usage errors
+(argparse's own), bad configuration or a daemon that cannot start.  Expected
+errors are one line, ``icnd: error: <message>``, on stderr -- never a
+traceback.  Management commands print their result as aligned tables, or
+with ``--json`` exactly the result the node returned (see docs/management.md).
+
+One module per command group: `run` (the daemon and its configuration),
+`nfdc` (status, face, route, cs, strategy: one table of management
+commands), `data` (ping, fetch, publish), `compute` (call), `reduce`
+(reduce, contribute, group), `keys` (keygen), `topo` (topo up/down/sim);
+`app` assembles the parser and runs `main`.  Shared pieces: `options`
+(argument types, common options), `output` (tables, JSON), `session` (one
+connection per command), `errors` (`CliError`).
+"""
+
+from icnd.cli.app import build_parser, main
+from icnd.cli.errors import CliError
+from icnd.cli.run import build_config
+
+__all__ = ["CliError", "build_config", "build_parser", "main"]

@@ -1,0 +1,124 @@
+"""Argument types and the options many commands share.
+
+A bad value is a usage error: argparse prints the message with the
+command's usage line and exits with code 2."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from icnd.name import Name
+
+Handler = Callable[[argparse.Namespace], int]
+"""What a (sub)command runs: the parsed arguments in, the exit code out."""
+
+SOCKET_HELP = (
+    "the node's local socket (default: $ICND_SOCKET, else $XDG_RUNTIME_DIR/icnd.sock, else /tmp/icnd-$UID.sock)"
+)
+
+
+def name_arg(text: str) -> Name:
+    try:
+        return Name(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"bad name {text!r}: {exc}") from None
+
+
+def _int_at_least(text: str, minimum: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be >= {minimum}: {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    return _int_at_least(text, 1)
+
+
+def nonneg_int(text: str) -> int:
+    return _int_at_least(text, 0)
+
+
+def _seconds(text: str, *, allow_zero: bool) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise argparse.ArgumentTypeError(f"must be {'>= 0' if allow_zero else '> 0'}: {text!r}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    return _seconds(text, allow_zero=False)
+
+
+def nonneg_seconds(text: str) -> float:
+    return _seconds(text, allow_zero=True)
+
+
+def face_arg(text: str) -> int | str:
+    """A face id (digits, sent as an int) or a face URI."""
+    return int(text) if text.isdigit() else text
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One ``add_argument`` call, kept as data so tables of commands can hold it."""
+
+    flags: tuple[str, ...]
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def add_to(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(*self.flags, **self.options)
+
+
+def arg(*flags: str, **options: Any) -> Arg:
+    return Arg(flags, options)
+
+
+@dataclass(frozen=True)
+class Parents:
+    """The option groups commands inherit (argparse ``parents``)."""
+
+    socket: list[argparse.ArgumentParser]
+    """``--socket``: every command that talks to a node."""
+    mgmt: list[argparse.ArgumentParser]
+    """``--socket`` and ``--json``: commands whose result has a stable JSON form."""
+
+    @classmethod
+    def build(cls) -> Parents:
+        socket_opt = argparse.ArgumentParser(add_help=False)
+        socket_opt.add_argument("--socket", metavar="PATH", help=SOCKET_HELP)
+        json_opt = argparse.ArgumentParser(add_help=False)
+        json_opt.add_argument("--json", action="store_true", help="print the result as JSON (stable keys)")
+        return cls(socket=[socket_opt], mgmt=[socket_opt, json_opt])
+
+
+def add_command(
+    subparsers: Any,
+    name: str,
+    handler: Handler | None,
+    help: str,
+    parents: list[argparse.ArgumentParser] | None = None,
+    description: str | None = None,
+) -> argparse.ArgumentParser:
+    """A (sub)command `name` that runs `handler` (None for a group whose verbs have their own)."""
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        name, help=help, description=description or help, parents=parents or []
+    )
+    p.set_defaults(handler=handler)
+    return p
+
+
+def add_group(subparsers: Any, name: str, help: str, description: str, *, dest: str = "verb",
+              metavar: str = "VERB") -> Any:
+    """A command made of verbs (``icnd face list``): returns the subparsers to add the verbs to."""
+    group = subparsers.add_parser(name, help=help, description=description)
+    return group.add_subparsers(dest=dest, metavar=metavar, required=True)

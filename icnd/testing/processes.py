@@ -1,0 +1,139 @@
+"""Real processes for tests: an ``icnd run`` daemon, the CLI, and their end.
+
+Every helper is explicit about time: readiness is polled with a deadline
+(never slept for), and a daemon that exits or stays silent raises
+`DaemonNotReady` with the end of its log, so a failing test says why."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from icnd.client import connect
+from icnd.errors import Error
+
+LOG_TAIL = 2000  # characters of a daemon's log quoted in `DaemonNotReady`
+
+
+class DaemonNotReady(Error):
+    """An ``icnd run`` daemon exited, or did not answer ``status``, before its deadline."""
+
+
+def run_cli(*args: str, input: bytes | None = None, timeout: float = 20.0,
+            cwd: str | os.PathLike[str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    """``python -m icnd ARGS`` with this interpreter; output captured as bytes."""
+    return subprocess.run([sys.executable, "-m", "icnd", *args], input=input, capture_output=True,
+                          timeout=timeout, cwd=cwd)
+
+
+def gone(pid: int | None) -> bool:
+    """Whether process `pid` no longer runs (no such process, or a zombie)."""
+    if pid is None:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state in ("Z", "X")
+
+
+async def wait_exit(proc: subprocess.Popen[Any], timeout: float = 15.0) -> int:
+    """`proc`'s exit code, once it has exited (`trio.TooSlowError` after `timeout` seconds)."""
+    with trio.fail_after(timeout):
+        while proc.poll() is None:
+            await trio.sleep(0.05)
+    return proc.returncode
+
+
+@contextmanager
+def short_tempdir(prefix: str = "icnd-") -> Iterator[str]:
+    """A fresh directory under the system's temporary directory, removed afterwards.
+
+    Short on purpose: Unix socket paths in it stay well under their 108 bytes,
+    which pytest's own ``tmp_path`` does not promise."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+class Daemon:
+    """An ``icnd run`` subprocess whose socket, stdout and stderr are files in `workdir`.
+
+    ``Daemon(workdir, "--name", "/node/a", ...)`` starts it at once (the
+    socket ``<workdir>/<name>.sock``, stdout ``<name>.out``, stderr
+    ``<name>.log``); `wait_ready` (plain code) or `until_ready` (trio) waits
+    until it answers ``status``; `stop` and `kill` end it.  The owner must end
+    it (a fixture's finalizer), whatever happens."""
+
+    def __init__(self, workdir: str | os.PathLike[str], *args: str, name: str = "t") -> None:
+        workdir = Path(workdir)
+        self.name = name
+        self.args = list(args)
+        self.sock = workdir / f"{name}.sock"
+        self.stdout_path = workdir / f"{name}.out"
+        self.stderr_path = workdir / f"{name}.log"
+        self.status: dict[str, Any] = {}
+        with open(self.stdout_path, "ab") as out, open(self.stderr_path, "ab") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "icnd", "run", "--socket", str(self.sock), *args],
+                stdout=out, stderr=err, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+
+    def uri(self, scheme: str = "udp") -> str:
+        """The first address the daemon listens on with `scheme` (from its last `status`)."""
+        return next(u for u in self.status["listen"] if u.startswith(scheme + "://"))
+
+    async def get_status(self) -> dict[str, Any]:
+        async with connect(str(self.sock)) as client:
+            status: dict[str, Any] = await client.status()
+            return status
+
+    async def until_ready(self, timeout: float = 15.0) -> dict[str, Any]:
+        """Its ``status``, once it answers; `DaemonNotReady` if it exits or `timeout` passes."""
+        try:
+            with trio.fail_after(timeout):
+                while True:
+                    if self.proc.poll() is not None:
+                        raise DaemonNotReady(
+                            f"daemon {self.name} exited with {self.proc.returncode}: {self.log_tail()}")
+                    try:
+                        self.status = await self.get_status()
+                        return self.status
+                    except Error:
+                        await trio.sleep(0.05)
+        except trio.TooSlowError:
+            raise DaemonNotReady(f"daemon {self.name} not ready within {timeout:g}s: {self.log_tail()}") from None
+
+    def wait_ready(self, timeout: float = 15.0) -> dict[str, Any]:
+        """`until_ready` from plain (non-trio) code."""
+        return trio.run(self.until_ready, timeout)
+
+    def log_tail(self) -> str:
+        return self.stderr_path.read_text(errors="replace")[-LOG_TAIL:]
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> int:
+        """Send `sig` (a clean shutdown by default), SIGKILL after `timeout`; the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        self.stop(signal.SIGKILL)
