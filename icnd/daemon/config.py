@@ -7,17 +7,20 @@ so a typo never silently falls back to a default.
 
 from __future__ import annotations
 
-import os
 import socket as _socket
 import tomllib
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from icnd.errors import Error
 from icnd.faces.uri import parse_face_uri
 from icnd.name import Name
 
+if TYPE_CHECKING:
+    from icnd.reduction.group import GroupDescriptor
 
-class ConfigError(Exception):
+
+class ConfigError(Error):
     """The configuration is invalid; the message names the file and the key."""
 
 
@@ -46,7 +49,7 @@ class GroupConfig:
     segment_bytes: int = 0  # default 512 KiB
     deadline_ms: int = 0  # longest wait for stragglers; 0: the request's lifetime
 
-    def descriptor(self):  # type: ignore[no-untyped-def]
+    def descriptor(self) -> GroupDescriptor:
         from icnd.reduction.group import GroupDescriptor
 
         return GroupDescriptor.create(self.name, self.members, rendezvous=self.rendezvous or None,
@@ -57,7 +60,7 @@ class GroupConfig:
 @dataclass
 class NodeConfig:
     name: str = ""  # /node/NAME; default /node/<hostname>
-    socket: str = ""  # local Unix socket; default per resolve_socket_path
+    socket: str = ""  # local Unix socket; default per icnd.endpoint.resolve_socket_path
     listen: list[str] = field(default_factory=list)
     ndn_listen: list[str] = field(default_factory=list)  # NDN-format listeners (unix:///path, tcp://HOST:PORT)
     faces: list[str] = field(default_factory=list)
@@ -88,19 +91,6 @@ class NodeConfig:
         if not text.startswith("/"):
             text = f"/node/{text}"
         return Name(text)
-
-
-def resolve_socket_path(explicit: str | None = None) -> str:
-    """--socket, else $ICND_SOCKET, else $XDG_RUNTIME_DIR/icnd.sock, else /tmp/icnd-$UID.sock."""
-    if explicit:
-        return explicit
-    env = os.environ.get("ICND_SOCKET")
-    if env:
-        return env
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime:
-        return os.path.join(runtime, "icnd.sock")
-    return f"/tmp/icnd-{os.getuid()}.sock"
 
 
 _LIST_OF_STR = ("listen", "ndn_listen", "faces")
@@ -271,7 +261,7 @@ def validate(cfg: NodeConfig, origin: str = "<config>") -> None:
     for key in ("cs_capacity_mb", "repo_capacity_mb", "udp_idle_timeout_s"):
         if getattr(cfg, key) <= 0:
             raise ConfigError(f"{origin}: {key} must be > 0")
-    from icnd.core.fw.strategy import STRATEGIES
+    from icnd.core.fw.strategy_choice import STRATEGIES
 
     for where, strategy in [("default_strategy", cfg.default_strategy), *cfg.strategies.items()]:
         if strategy not in STRATEGIES:

@@ -1,130 +1,175 @@
 """One icnd daemon: the forwarding core inside a trio shell.
 
-The node owns the faces, the clock and the timer loop; the `Forwarder` core
-owns every forwarding decision.  Packet path: a face hands bytes to
-`_on_receive` -> decode (malformed: counted per face and per node, dropped)
--> management commands from local faces are answered here -> everything else
-goes to `fw.on_packet` -> the returned `Send` actions are encoded onto faces.
+The node owns the clock, the timer loop and its tables of faces, managers and
+producers; the `Forwarder` core (`icnd.core.fw.forwarder`) owns every
+forwarding decision.  A packet's way through the node:
 
-The node is also a producer (the *internal face*): it serves its own prefix
-``/node/<name>`` (its public key, a ping responder, its status) and the Data
-that applications published through it (`Repo`, persistent with a data
-directory).
-
-NDN faces (``--ndn-listen``, `icnd.ndn`): connections from unmodified NDN
-applications carry NDN TLV instead of msgpack.  They are not in `_senders`
-(so the native path is untouched): their packets are decoded by
-`_on_receive_ndn` and go out through their `NdnLink` (`_ndn_links`), which
-encodes to NDN (DigestSha256-signing Data) and echoes PIT tokens;
-``/localhost/nfd`` commands from them are answered by `NdnManagement`.
+1. It *enters* on a face (`icnd.faces`: UDP, TCP or Unix stream, in-memory,
+   or an NDN application's stream, `icnd.ndn.face`).  A face is a transport:
+   it hands whole packets, as bytes, to the receive function `_receiver`
+   made for it when it joined the face table (`icnd.daemon.faces`).
+2. It is *decoded* there by the face's link service (`icnd.faces.service`):
+   icnd's codec on native faces, NDN TLV + NDNLPv2 on NDN faces (which also
+   remembers PIT tokens).  A malformed packet is counted per face and per
+   node, and dropped.
+3. Management Interests are taken out before the forwarder, by the
+   management of the face's format: ``/localhost/icnd/...`` from local native
+   faces by the dispatcher and its managers (`icnd.daemon.mgmt`),
+   ``/localhost/nfd/...`` (local) and ``/localhop/nfd/...`` on NDN faces by
+   `icnd.ndn.management`.
+4. Every other packet goes to the forwarder's pipelines: `Forwarder.on_packet`
+   -> ``on_incoming_interest`` / ``on_incoming_data`` / ``on_incoming_nack``
+   and what they call, in `icnd.core.fw.forwarder`.
+5. The forwarder answers with `Send` actions; `_dispatch` encodes each with
+   the destination face's link service and transmits it on the face (through
+   its link emulator, `FaceTable.set_link`, when one is set).
+6. Interests the FIB routes to the node itself (`INTERNAL_FACE`: names under
+   ``/node/<me>``, what was published through the node) are answered by the
+   producer table (`icnd.daemon.producers`): the repo and object store
+   (`icnd.objects.service`), member contributions and group announcements
+   (`icnd.reduction.service`), and the node's ping, key and status; their
+   answers go back into the forwarder as packets from the internal face.
 
 Start-up is two-phase so that configuration errors and busy ports fail
-before anything runs: `bind()` opens every listener (raising `StartupError`
-with a one-line message), then `serve()` runs until cancelled and closes
-every face and listener, removing the socket file, on the way out.
+before anything runs: `bind()` opens every listener and store, loads the
+identity and builds the services and managers (raising `StartupError` with a
+one-line message), then `serve()` runs until cancelled and closes every face
+and listener, removing the socket file, on the way out.
 """
 
 from __future__ import annotations
 
 import errno
-import itertools
 import logging
 import math
 import os
 import sqlite3
 import time
-from typing import Any, Callable
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
 
-import msgpack
 import trio
 
 from icnd import __version__
-from icnd.codec import decode, encode
-from icnd.daemon.config import NodeConfig, resolve_socket_path
-from icnd.core.tables.fib import TableFull
-from icnd.core.fw.forwarder import Forwarder
-from icnd.core.timers import TIMER_SLACK
-from icnd.errors import DecodeError
+from icnd.compute.host import HOST_COUNTERS, HOST_TABLES
 from icnd.compute.registry import HostedFunction, hosted, load_callable
-from icnd.compute.rice import HOST_COUNTERS, HOST_TABLES
-from icnd.faces import Face, UdpListener, connect_face, memory_face_pair, open_listener, parse_face_uri
-from icnd.faces.link import LinkModel, LinkParams, ShapedSender
-from icnd.name import LOCALHOST, Name, generic
-from icnd.packet import ContentType, Data, Interest, Nack, NackReason
-from icnd.objects.store import ObjectStore
-from icnd.reduction.contrib import ContributionStore, GroupTable, ReductionError
-from icnd.reduction.group import CONTRIBUTE, GroupDescriptor, MEMBER
+from icnd.core.fw.forwarder import Forwarder, Send
+from icnd.core.tables.fib import TableFull
+from icnd.core.timers import TIMER_SLACK
+from icnd.daemon.config import NodeConfig
+from icnd.daemon.faces import FaceTable
+from icnd.daemon.mgmt.cs import CsManager
+from icnd.daemon.mgmt.dispatcher import Dispatcher
+from icnd.daemon.mgmt.faces import FaceManager
+from icnd.daemon.mgmt.groups import GroupManager
+from icnd.daemon.mgmt.objects import ObjectManager
+from icnd.daemon.mgmt.routes import RouteManager
+from icnd.daemon.mgmt.status import StatusManager
+from icnd.daemon.mgmt.strategy import StrategyManager
+from icnd.daemon.producers import ProducerTable, add_node_producers
+from icnd.endpoint import resolve_socket_path
+from icnd.errors import DecodeError, Error
+from icnd.faces import (
+    Face,
+    Listener,
+    LinkService,
+    NothingToDeliver,
+    OnReceive,
+    UdpListener,
+    Unsendable,
+    memory_face_pair,
+    open_listener,
+    parse_face_uri,
+)
+from icnd.name import Name
 from icnd.objects.repo import Repo
+from icnd.objects.service import ObjectService
+from icnd.objects.store import ObjectStore
+from icnd.packet import Data, Interest
+from icnd.reduction.aggregate import Aggregator
+from icnd.reduction.contrib import ContributionStore, GroupTable
+from icnd.reduction.group import REDUCE
+from icnd.reduction.service import ReductionService
 from icnd.security import Ed25519Key, KeyChain
 
 log = logging.getLogger("icnd.node")
 
 INTERNAL_FACE = 1
-_NFD_SCOPES = (generic("localhost"), generic("localhop"))
-MGMT_PREFIX = (LOCALHOST, generic("icnd"))
 DEFAULT_PORT = 6363
-IDLE_SWEEP_INTERVAL = 30.0
 IDENTITY_FILE = "identity.key"
 
 
-class StartupError(Exception):
+class StartupError(Error):
     """The node cannot start (bad address, port in use, unusable data dir)."""
 
 
+class CommandReceiver(Protocol):
+    """The management of one wire format, which the receive path consults before
+    the forwarder: `icnd.daemon.mgmt.dispatcher.Dispatcher` ("icnd"),
+    `icnd.ndn.management.NdnManagement` ("ndn")."""
+
+    def scopes(self, face: Face) -> tuple[tuple[bytes, ...], ...]:
+        """The first two name components of the Interests it takes from `face`."""
+        ...
+
+    def receive(self, face: Face, link: LinkService, interest: Interest) -> bool:
+        """Take a management Interest (and answer it, now or later); False: forward it."""
+        ...
+
+
+def _no_command(face: Face, link: LinkService, interest: Interest) -> bool:
+    return False
+
+
 class Node:
-    INTERNAL_FACE = INTERNAL_FACE
+    """One daemon; see the module docstring."""
 
     def __init__(self, config: NodeConfig) -> None:
         self.config = config
         self.name = config.node_name()
         self.socket_path = resolve_socket_path(config.socket)
+        self.node_id = self.name.comps[-1][1:].decode("utf-8", "replace")
+        # in-network aggregation: the forwarder's namespace handler for /reduce (icnd.core.hooks)
+        self.aggregator = Aggregator(
+            node_name=self.node_id,
+            max_entries=config.aggregate_max_entries,
+            max_bytes=int(config.aggregate_max_mb * 1024 * 1024),
+            max_rounds=config.aggregate_max_rounds,
+        )
         self.fw = Forwarder(
             cs_capacity_bytes=int(config.cs_capacity_mb * 1024 * 1024),
             pit_max_entries=config.pit_max_entries,
             default_strategy=config.default_strategy,
+            hooks={REDUCE: self.aggregator},
         )
-        self.node_id = self.name.comps[-1][1:].decode("utf-8", "replace")
-        agg = self.fw.aggregator
-        agg.node_name = self.node_id
-        agg.max_entries = config.aggregate_max_entries
-        agg.max_bytes = int(config.aggregate_max_mb * 1024 * 1024)
-        agg.max_rounds = config.aggregate_max_rounds
         self.groups = GroupTable()
         self.contrib = ContributionStore(self.groups, self.node_id,
                                          max_bytes=int(config.contrib_store_mb * 1024 * 1024))
-        self.faces: dict[int, Face] = {}
-        # face id -> the function that puts bytes on it: face.send, or a link
-        # emulator's send when the face has emulated delay/loss/bandwidth
-        self._senders: dict[int, Callable[[bytes], None]] = {}
-        self.links: dict[int, tuple[ShapedSender, trio.CancelScope]] = {}
-        # face id -> NdnLink, for faces speaking the NDN format (not in _senders)
-        self._ndn_links: dict[int, Any] = {}
-        self._ndn_listeners: list = []
-        self._decode_ndn: Callable[[bytes], tuple[Any, Any]] | None = None
-        self._ndn_idle: Any = ()  # icnd.ndn.codec.IdlePacket once NDN is in use
-        self.ndn_mgmt: Any = None
-        self._face_ids = itertools.count(INTERNAL_FACE + 1)
-        self._listeners: list = []
-        self._udp: list[UdpListener] = []
+        self.faces = FaceTable(first_id=INTERNAL_FACE + 1, receiver=self._receiver, on_up=self._on_face_up,
+                               on_down=self._on_face_down)
+        self._links = self.faces.links  # face id -> link service: the send path reads it per packet
+        self.mgmt = Dispatcher(self._spawn)
+        # wire format -> its management, consulted by the receive path
+        self.command_receivers: dict[str, CommandReceiver] = {"icnd": self.mgmt}
+        self.producers = ProducerTable(self.name)
+        self._listeners: list[Listener] = []
+        self._ndn_listeners: list[Listener] = []
         self._nursery: trio.Nursery | None = None
         self._timer_scope: trio.CancelScope | None = None
-        self._idle_seen: dict[int, tuple[int, float]] = {}
         self.started_at = time.time()
-        self.key: Ed25519Key | None = None
         self.keychain = KeyChain()
-        self.repo: Repo | None = None
-        self.objects: ObjectStore | None = None
         self.mgmt_commands = 0
         self.ready = trio.Event()
         self._functions: list[HostedFunction] = []
         self.function_host: Any = None
-        from icnd.daemon.mgmt import Management
-
-        self.mgmt = Management(self)
+        # set by bind():
+        self.key: Ed25519Key
+        self.published: ObjectService  # repo and object store
+        self.reduction: ReductionService  # groups and contributions
 
     # --- start-up -------------------------------------------------------------------
     async def bind(self) -> None:
-        """Open every listener and load the identity and store; nothing runs yet."""
+        """Open every listener and store, load the identity, build the services; nothing runs yet."""
         cfg = self.config
         for spec in cfg.strategies.items():
             try:
@@ -132,8 +177,7 @@ class Node:
             except ValueError as exc:
                 raise StartupError(f"strategy for {spec[0]}: {exc}") from None
         self._load_identity()
-        assert self.key is not None
-        self.fw.aggregator.signer = self.key.sign
+        self.aggregator.signer = self.key.sign
         for group in cfg.groups:
             try:
                 self.groups.add_config(group.descriptor())
@@ -146,10 +190,11 @@ class Node:
             raise StartupError(f"--function: {exc}") from None
         capacity = int(cfg.repo_capacity_mb * 1024 * 1024)
         try:
-            self.repo = Repo(capacity, cfg.data_dir or None)
-            self.objects = ObjectStore(cfg.data_dir or None, capacity)
+            repo = Repo(capacity, cfg.data_dir or None)
+            objects = ObjectStore(cfg.data_dir or None, capacity)
         except (OSError, sqlite3.Error) as exc:
             raise StartupError(f"store in {cfg.data_dir or 'a temporary directory'}: {exc}") from None
+        self._build_services(repo, objects)
         try:
             await self._listen(f"unix://{os.path.abspath(self.socket_path)}")
             for uri in cfg.listen or ["0.0.0.0"]:
@@ -160,6 +205,27 @@ class Node:
         except BaseException:
             await self._close_listeners()
             raise
+
+    def _build_services(self, repo: Repo, objects: ObjectStore) -> None:
+        """The node's producers and managers, each handed only what it serves."""
+        fw = self.fw
+        self.published = ObjectService(repo, objects, fib=fw.fib, cs=fw.cs, key=self.key, face=INTERNAL_FACE)
+        self.reduction = ReductionService(self.name, self.key, self.groups, self.contrib,
+                                          deliver=self.deliver, clock=trio.current_time)
+        producers = self.producers
+        self.published.register(producers)
+        self.reduction.register(producers)
+        add_node_producers(producers, self.key, self.status)
+        for manager in (
+            StatusManager(self.status),
+            FaceManager(self.faces),
+            RouteManager(fw.fib, self.faces),
+            CsManager(fw.cs),
+            StrategyManager(fw.strategies),
+            ObjectManager(self.published),
+            GroupManager(self.reduction),
+        ):
+            self.mgmt.add(manager)
 
     def _load_identity(self) -> None:
         identity = self.name
@@ -192,10 +258,11 @@ class Node:
             raise StartupError(f"cannot listen on {uri}: {reason}") from None
         self._listeners.append(listener)
         if isinstance(listener, UdpListener):
-            self._udp.append(listener)
+            self.faces.udp_listeners.append(listener)
 
     async def _listen_ndn(self, uri: str) -> None:
-        """A listener for NDN applications (`icnd.ndn.face`)."""
+        """A listener for NDN applications (`icnd.ndn.face`); its faces get NDN's
+        link service and their ``/localhost/nfd`` Interests NDN's management."""
         try:
             parsed = parse_face_uri(uri)
         except ValueError as exc:
@@ -203,15 +270,15 @@ class Node:
         if parsed.scheme not in ("unix", "tcp"):
             raise StartupError(f"--ndn-listen {uri}: expected unix:///path or tcp://HOST:PORT")
         try:
-            from icnd.ndn.codec import IdlePacket, decode_ndn
-            from icnd.ndn.face import open_ndn_listener
+            from icnd.ndn.face import NdnLinkService, open_ndn_listener
             from icnd.ndn.management import NdnManagement
         except ImportError as exc:
             raise StartupError(f"--ndn-listen: NDN support is not available: {exc}") from None
-        self._decode_ndn = decode_ndn
-        self._ndn_idle = IdlePacket
-        if self.ndn_mgmt is None:
-            self.ndn_mgmt = NdnManagement(self)
+        self.faces.link_services["ndn"] = NdnLinkService
+        if "ndn" not in self.command_receivers:
+            self.command_receivers["ndn"] = NdnManagement(
+                self.faces, self.fw.fib, counters=self.fw.counters.as_dict, table_sizes=self.fw.table_sizes,
+                started_at=lambda: self.started_at)
         if parsed.scheme == "unix":
             directory = os.path.dirname(parsed.path)
             try:
@@ -235,30 +302,28 @@ class Node:
     def ndn_listen_uris(self) -> list[str]:
         return [listener.local_uri for listener in self._ndn_listeners]
 
-    def ndn_link(self, face_id: int) -> Any:
-        """The `NdnLink` of an NDN face (None for a native face)."""
-        return self._ndn_links.get(face_id)
-
     async def _close_listeners(self) -> None:
         for listener in self._listeners + self._ndn_listeners:
             with trio.CancelScope(shield=True):
                 await listener.aclose()
         self._listeners.clear()
         self._ndn_listeners.clear()
-        self._udp.clear()
+        self.faces.udp_listeners.clear()
 
     # --- running ----------------------------------------------------------------------
-    async def serve(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    async def serve(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
         """Run until cancelled; `bind()` must have succeeded."""
         self.fw.add_face(INTERNAL_FACE, local=True)
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                self.faces.start(nursery)
                 for listener in self._listeners + self._ndn_listeners:
                     nursery.start_soon(listener.run)
                 nursery.start_soon(self._timer_loop)
-                nursery.start_soon(self._idle_sweep)
-                self._announce_own_routes()
+                nursery.start_soon(self.faces.close_idle, self.config.udp_idle_timeout_s)
+                self.fw.fib.add(self.name, INTERNAL_FACE, 0)
+                self.published.announce()
                 await self._apply_config()
                 if self._functions:
                     await self._start_function_host(nursery)
@@ -269,25 +334,26 @@ class Node:
                 task_status.started(self)
         finally:
             with trio.CancelScope(shield=True):
-                for face in list(self.faces.values()):
-                    await face.aclose()
+                await self.faces.aclose()
                 await self._close_listeners()
-                if self.repo is not None:
-                    self.repo.close()
-                if self.objects is not None:
-                    self.objects.close()
+                self.published.close()
             log.info("node %s stopped", self.name)
+
+    def _spawn(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Start a task in the node's nursery (a management command)."""
+        assert self._nursery is not None, "node is not running"
+        self._nursery.start_soon(fn, *args)
 
     async def _apply_config(self) -> None:
         for uri in self.config.faces:
             try:
-                await self.face_for_uri(uri)
+                await self.faces.open(uri)
             except (OSError, ValueError) as exc:
                 log.warning("face %s: %s", uri, exc)
         for route in self.config.routes:
             try:
-                face = await self.face_for_uri(route.face)
-                self.fw.add_route(Name(route.prefix), face.id, route.cost)
+                face = await self.faces.open(route.face)
+                self.fw.fib.add(Name(route.prefix), face.id, route.cost)
             except (OSError, ValueError, TableFull) as exc:
                 log.warning("route %s via %s: %s", route.prefix, route.face, exc)
 
@@ -296,14 +362,14 @@ class Node:
         memory face: the same protocol code as `Client.host`, signed with the
         node's key."""
         from icnd.client.door import Client
-        from icnd.compute.rice import FunctionHost, HostLimits
+        from icnd.compute.host import FunctionHost, HostLimits
 
         # functions that use icnd themselves (icnd.connect()) reach this node
         os.environ["ICND_SOCKET"] = os.path.abspath(self.socket_path)
         mine, theirs = memory_face_pair(local=True)
-        self.add_face(mine)
+        self.faces.add(mine)
         client = Client(theirs, nursery, key=self.key, socket_path="internal")
-        nursery.start_soon(theirs.run, client._on_receive)
+        nursery.start_soon(theirs.run, client.on_receive)
         cfg = self.config
         limits = HostLimits(max_jobs=cfg.function_max_jobs, max_arg_bytes=int(cfg.function_max_arg_mb * 1024 * 1024),
                             retention=cfg.function_retention_s)
@@ -312,326 +378,80 @@ class Node:
         await nursery.start(self.function_host.run)
         log.info("hosting %s", ", ".join(f.prefix.to_uri() for f in self._functions))
 
-    def _announce_own_routes(self) -> None:
-        self.fw.add_route(self.name, INTERNAL_FACE, 0)
-        assert self.repo is not None
-        for data in self.repo.names():
-            self.fw.add_route(data.name, INTERNAL_FACE, 0)
-        assert self.objects is not None
-        for name in self.objects.names():
-            self.fw.add_route(name, INTERNAL_FACE, 0)
-
     # --- faces ------------------------------------------------------------------------------
     def _on_new_face(self, face: Face) -> None:
-        self.add_face(face)
+        self.faces.add(face)
 
-    def add_face(self, face: Face) -> Face:
-        assert self._nursery is not None, "node is not running"
-        face.id = next(self._face_ids)
-        self.faces[face.id] = face
-        on_receive = self._on_receive
-        if getattr(face, "wire_format", "icnd") == "ndn":
-            from icnd.ndn.face import NdnLink
-
-            self._ndn_links[face.id] = NdnLink(face)
-            on_receive = self._on_receive_ndn
-        else:
-            self._senders[face.id] = face.send
+    def _on_face_up(self, face: Face) -> None:
         self.fw.add_face(face.id, local=face.local)
-        self._nursery.start_soon(self._run_face, face, on_receive)
-        log.debug("face %d up: %s", face.id, face.remote_uri)
-        return face
 
-    async def _run_face(self, face: Face, on_receive: Callable[[Face, bytes], None]) -> None:
-        try:
-            await face.run(on_receive)
-        finally:
-            self.faces.pop(face.id, None)
-            self._senders.pop(face.id, None)
-            ndn = self._ndn_links.pop(face.id, None)
-            if ndn is not None:
-                ndn.forget()
-            link = self.links.pop(face.id, None)
-            if link is not None:
-                link[1].cancel()
-            self._idle_seen.pop(face.id, None)
-            self._dispatch(self.fw.on_face_down(face.id, trio.current_time()))
-            log.debug("face %d down: %s (%s)", face.id, face.remote_uri, face.close_reason)
-
-    def find_face(self, uri: str) -> Face | None:
-        for face in self.faces.values():
-            if face.remote_uri == uri:
-                return face
-        return None
-
-    async def face_for_uri(self, uri: str) -> Face:
-        """The face to `uri`, created if it does not exist yet."""
-        parsed = parse_face_uri(uri)
-        canonical = str(parsed)
-        existing = self.find_face(canonical)
-        if existing is not None:
-            existing.persistent = True  # asked for by name: an operator's face now, not on-demand
-            return existing
-        if parsed.scheme == "udp":
-            listener = self._udp_listener_for(parsed.host)
-            face = await listener.face_to(parsed.host, parsed.port)
-            if face.id and face.id in self.faces:
-                face.persistent = True
-                return face
-            face.persistent = True
-            return self.add_face(face)
-        return self.add_face(await connect_face(parsed))
-
-    def _udp_listener_for(self, host: str) -> UdpListener:
-        want_v6 = ":" in host
-        for listener in self._udp:
-            if (":" in listener.local_address[0]) == want_v6:
-                return listener
-        raise ValueError(f"no UDP listener for {'IPv6' if want_v6 else 'IPv4'}; add --listen udp://...")
-
-    async def destroy_face(self, face_id: int) -> bool:
-        face = self.faces.get(face_id)
-        if face is None:
-            return False
-        await face.aclose()
-        return True
-
-    async def _idle_sweep(self) -> None:
-        """Close on-demand UDP faces that have been silent for udp_idle_timeout_s."""
-        timeout = self.config.udp_idle_timeout_s
-        while True:
-            await trio.sleep(min(IDLE_SWEEP_INTERVAL, timeout))
-            now = trio.current_time()
-            for face in list(self.faces.values()):
-                if face.persistent or not face.remote_uri.startswith("udp://"):
-                    continue
-                seen = self._idle_seen.get(face.id)
-                count = face.counters.in_packets
-                if seen is None or seen[0] != count:
-                    self._idle_seen[face.id] = (count, now)
-                elif now - seen[1] >= timeout:
-                    log.info("closing idle face %d (%s)", face.id, face.remote_uri)
-                    await face.aclose()
+    def _on_face_down(self, face: Face) -> None:
+        self._dispatch(self.fw.on_face_down(face.id, trio.current_time()))
 
     # --- packets -------------------------------------------------------------------------------
-    def _on_receive(self, face: Face, wire: bytes) -> None:
-        try:
-            packet = decode(wire)
-        except DecodeError as exc:
-            face.counters.decode_errors += 1
-            self.fw.counters.decode_errors += 1
-            log.debug("face %d: dropped malformed packet: %s", face.id, exc)
-            return
-        if face.local and type(packet) is Interest and packet.name.comps[:2] == MGMT_PREFIX:
-            self.mgmt_commands += 1
-            assert self._nursery is not None
-            self._nursery.start_soon(self.mgmt.handle, face, packet)
-            return
-        self._dispatch(self.fw.on_packet(face.id, packet, trio.current_time()))
+    def _receiver(self, face: Face, link: LinkService) -> OnReceive:
+        """The function `face.run` calls with each packet it receives: the one receive path.
 
-    def _on_receive_ndn(self, face: Face, wire: bytes) -> None:
-        """A packet from an NDN face: NDN TLV, translated to icnd's model."""
-        assert self._decode_ndn is not None
-        try:
-            packet, lp = self._decode_ndn(wire)
-        except DecodeError as exc:
-            if isinstance(exc, self._ndn_idle):  # an NDNLPv2 IDLE packet: nothing to deliver
+        decode (the face's link service) -> management of the face's format ->
+        forwarder -> `_dispatch`.  Made once per face, so that everything it
+        needs per packet is a local name: this is the forwarding fast path."""
+        decode = link.decode
+        on_packet = self.fw.on_packet
+        dispatch = self._dispatch
+        node_counters = self.fw.counters
+        current_time = trio.current_time
+        face_id = face.id
+        management = self.command_receivers.get(link.wire_format)
+        scopes = management.scopes(face) if management is not None else ()
+        command = management.receive if management is not None else _no_command
+
+        def on_receive(face: Face, wire: bytes) -> None:
+            try:
+                packet = decode(wire)
+            except NothingToDeliver:
                 return
-            face.counters.decode_errors += 1
-            self.fw.counters.decode_errors += 1
-            log.debug("face %d: dropped malformed NDN packet: %s", face.id, exc)
-            return
-        link = self._ndn_links.get(face.id)
-        if link is None:
-            return
-        kind = type(packet)
-        if kind is Interest:
-            comps = packet.name.comps
-            if comps and comps[0] in _NFD_SCOPES and self._ndn_command(face, link, packet, lp):
+            except DecodeError as exc:
+                face.counters.decode_errors += 1
+                node_counters.decode_errors += 1
+                log.debug("face %d: dropped malformed packet: %s", face_id, exc)
                 return
-            link.on_interest(packet, lp.pit_token)
-        elif kind is Data:
-            link.in_data += 1
-        else:
-            packet = link.on_nack(packet)
-        self._dispatch(self.fw.on_packet(face.id, packet, trio.current_time()))
+            if scopes and type(packet) is Interest and packet.name.comps[:2] in scopes \
+                    and command(face, link, packet):
+                self.mgmt_commands += 1
+                return
+            dispatch(on_packet(face_id, packet, current_time()))
 
-    def _ndn_command(self, face: Face, link: Any, interest: Interest, lp: Any) -> bool:
-        """Answer ``/localhost/nfd`` (local faces) and ``/localhop/nfd``; False: not one of those."""
-        from icnd.ndn.management import LOCALHOST_NFD, is_nfd_name
+        return on_receive
 
-        comps = interest.name.comps
-        if not is_nfd_name(comps) or (comps[:2] == LOCALHOST_NFD and not face.local):
-            return False  # the forwarder refuses /localhost from non-local faces
-        self.mgmt_commands += 1
-        link.in_interests += 1
-        try:
-            data = self.ndn_mgmt.handle(face, interest)
-        except Exception:  # a bug must not kill the node
-            log.exception("NDN management command %s failed", interest.name)
-            return True
-        if data is not None:
-            link.reply(data, lp.pit_token)
-        return True
-
-    def _dispatch(self, actions) -> None:
+    def _dispatch(self, actions: Iterable[Send]) -> None:
+        """Carry out the forwarder's actions: each packet, encoded by its face's
+        link service, onto that face; Interests for the internal face to the
+        producer table, whose answers go back into the forwarder."""
         internal: list[Interest] = []
-        senders = self._senders
+        links = self._links
         while True:
             for face_id, packet in actions:
-                send = senders.get(face_id)
-                if send is not None:
-                    send(encode(packet))
+                link = links.get(face_id)
+                if link is not None:
+                    try:
+                        link.transmit(link.encode(packet))
+                    except Unsendable:
+                        pass
                 elif face_id == INTERNAL_FACE and type(packet) is Interest:
                     internal.append(packet)
-                else:
-                    ndn = self._ndn_links.get(face_id)
-                    if ndn is not None:
-                        ndn.send(packet)
             if not internal:
                 break
-            interest = internal.pop()
-            produced = self._produce(interest)
-            if produced is None:  # held: a contribution not made yet
+            produced = self.producers.produce(internal.pop())
+            if produced is None:  # held: answered later through deliver()
                 actions = ()
                 continue
             actions = self.fw.on_packet(INTERNAL_FACE, produced, trio.current_time())
         self._rearm_timer()
 
-    def _produce(self, interest: Interest) -> Data | Nack | None:
-        """Answer an Interest routed to the node itself."""
-        comps = interest.name.comps
-        assert self.repo is not None and self.key is not None
-        stored = self.repo.get(comps)
-        if stored is not None:
-            return stored
-        assert self.objects is not None
-        segment = self.objects.lookup(interest)
-        if segment is not None:
-            return segment
-        own = len(self.name.comps)
-        if comps[:own] == self.name.comps and len(comps) > own:
-            what = comps[own]
-            if what == MEMBER:
-                if comps[own + 2:own + 3] == (CONTRIBUTE,):
-                    return self._remote_contribution(interest)
-                return self.contrib.lookup(interest, interest.lifetime_ms / 1000.0, trio.current_time())
-            if what == generic("group") and comps[own + 1:own + 2] == (generic("install"),):
-                return self._install_group(interest)
-            if what == generic("ping"):
-                return self.key.sign(Data(interest.name, b"", freshness_ms=0))
-            if interest.name.prefix(len(self.key.name.comps)) == self.key.name or (
-                what == generic("KEY") and interest.can_be_prefix
-            ):
-                return self.key.sign(
-                    Data(self.key.name, self.key.public_bytes(), ContentType.KEY, freshness_ms=3_600_000)
-                )
-            if what == generic("status"):
-
-                return self.key.sign(
-                    Data(interest.name, msgpack.packb(self.status()), freshness_ms=1000)
-                )
-        return Nack(interest.name, interest.nonce, NackReason.NO_ROUTE, f"{self.name} has no such data")
-
-    def _install_group(self, interest: Interest) -> Data | Nack:
-        """A group descriptor announced by the node that made it (see GroupTable.install)."""
-        assert self.key is not None
-        try:
-            if not interest.app_params or not interest.params_ok():
-                raise ReductionError(400, "a group announcement carries the descriptor in its parameters")
-            try:
-                args = msgpack.unpackb(interest.app_params, raw=False, max_str_len=64)
-                desc_data = decode(args["desc"])
-                public = args["key"]
-            except (ValueError, KeyError, TypeError, DecodeError, msgpack.UnpackException) as exc:
-                raise ReductionError(400, f"malformed group announcement: {exc}") from None
-            if not isinstance(desc_data, Data) or not isinstance(public, bytes):
-                raise ReductionError(400, "malformed group announcement")
-            desc = self.groups.install(desc_data, public)
-            body = {"code": "ok", "group": desc.group, "version": desc.version}
-            return self.key.sign(Data(interest.name, msgpack.packb(body), freshness_ms=0))
-        except ReductionError as exc:
-            body = {"code": str(exc.code), "message": f"{self.node_id}: {exc}"}
-            return self.key.sign(Data(interest.name, msgpack.packb(body), ContentType.ERROR, freshness_ms=0))
-
-    def _remote_contribution(self, interest: Interest) -> Data:
-        """A contribution segment handed over by another node's client (the
-        same checks as a local one; contributors are not authenticated)."""
-        assert self.key is not None
-        code, body = 0, {}
-        try:
-            if not interest.app_params or not interest.params_ok():
-                raise ReductionError(400, "a contribution carries its segment's Data in the parameters")
-            try:
-                data = decode(interest.app_params)
-            except DecodeError as exc:
-                raise ReductionError(400, f"malformed Data: {exc}") from None
-            if not isinstance(data, Data) or data.name.comps[:4] != interest.name.comps[:4]:
-                raise ReductionError(400, "the parameters must be the member's contribution Data")
-            body = {"added": int(self.contribute(data))}
-        except ReductionError as exc:
-            code, body = exc.code, {"code": str(exc.code), "message": f"{self.node_id}: {exc}"}
-        kind = ContentType.ERROR if code else ContentType.BLOB
-        return self.key.sign(Data(interest.name, msgpack.packb(body), kind, freshness_ms=0))
-
-    def contribute(self, data: Data) -> bool:
-        """Store a member's contribution segment and answer anyone waiting for it."""
-        added = self.contrib.add(data)
-        if added and self.contrib.take_pending(data, trio.current_time()):
-            self._dispatch(self.fw.on_packet(INTERNAL_FACE, data, trio.current_time()))
-        return added
-
-    def create_group(self, desc: GroupDescriptor) -> Data:
-        """Sign and keep a new version of a group made by a local client."""
-        assert self.key is not None
-        data = self.key.sign(desc.to_data())
-        self.groups.add_local(desc, data, self.key.public_bytes())
-        return data
-
-    def publish(self, data: Data) -> None:
-        """Store `data` in the node's repo and route its name to the node."""
-        assert self.repo is not None
-        for evicted in self.repo.put(data):
-            self.fw.fib.remove(evicted.name, INTERNAL_FACE)
-        self.fw.add_route(data.name, INTERNAL_FACE, 0)
-        self.fw.cs.discard(data.name.comps)  # a cached older version must not shadow it
-
-    def unpublish(self, name: Name) -> bool:
-        assert self.repo is not None
-        if not self.repo.delete(name.comps):
-            return False
-        self.fw.fib.remove(name, INTERNAL_FACE)
-        return True
-
-    def set_link(self, face_id: int, params: LinkParams, seed: int | None = None) -> LinkModel:
-        """Emulate delay/loss/bandwidth/up-down on `face_id`'s outgoing traffic.
-
-        The first call puts a `ShapedSender` (one task) in front of the face;
-        later calls change its parameters at run time (cut: ``up=False``)."""
-        face = self.faces.get(face_id)
-        if face is None:
-            raise KeyError(face_id)
-        link = self.links.get(face_id)
-        if link is not None:
-            link[0].model.set_params(params)
-            return link[0].model
-        assert self._nursery is not None
-        model = LinkModel(params, seed=face_id if seed is None else seed)
-        sender = ShapedSender(model, face.send)
-        scope = trio.CancelScope()
-        self.links[face_id] = (sender, scope)
-        ndn = self._ndn_links.get(face_id)
-        if ndn is not None:
-            ndn.transmit = sender.send
-        else:
-            self._senders[face_id] = sender.send
-
-        async def run_sender() -> None:
-            with scope:
-                await sender.run()
-
-        self._nursery.start_soon(run_sender)
-        return model
+    def deliver(self, data: Data) -> None:
+        """A Data the node produces later (a held Interest's answer): into the
+        forwarder, from the internal face."""
+        self._dispatch(self.fw.on_packet(INTERNAL_FACE, data, trio.current_time()))
 
     # --- timers ---------------------------------------------------------------------------------
     async def _timer_loop(self) -> None:
@@ -657,18 +477,20 @@ class Node:
                 scope.deadline = earliest + TIMER_SLACK
 
     # --- status -----------------------------------------------------------------------------------
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         counters = self.fw.counters.as_dict()
         counters["mgmt_commands"] = self.mgmt_commands
-        counters.update(self.fw.aggregator.counters)
+        counters.update(self.aggregator.counters)
         counters.update(self.contrib.counters)
         tables = self.fw.table_sizes()
         tables["faces"] = len(self.faces)
         tables["dead_nonces"] = len(self.fw.dnl)
-        tables["repo_entries"] = len(self.repo) if self.repo is not None else 0
-        tables["repo_bytes"] = self.repo.bytes_used if self.repo is not None else 0
-        tables["objects"] = len(self.objects) if self.objects is not None else 0
-        tables["object_bytes"] = self.objects.bytes_used if self.objects is not None else 0
+        repo = self.published.repo
+        objects = self.published.objects
+        tables["repo_entries"] = len(repo)
+        tables["repo_bytes"] = repo.bytes_used
+        tables["objects"] = len(objects)
+        tables["object_bytes"] = objects.bytes_used
         tables.update(self.contrib.stats(trio.current_time()))
         host = self.function_host
         counters.update(host.counters if host is not None else dict.fromkeys(HOST_COUNTERS, 0))
@@ -681,7 +503,7 @@ class Node:
             "socket": os.path.abspath(self.socket_path),
             "listen": self.listen_uris(),
             "ndn_listen": self.ndn_listen_uris(),
-            "key": self.key.name.to_uri() if self.key is not None and self.key.name is not None else None,
+            "key": self.key.name.to_uri() if self.key.name is not None else None,
             "counters": counters,
             "tables": tables,
         }

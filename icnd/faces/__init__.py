@@ -1,11 +1,14 @@
-"""Faces: transports and framing.  A face moves whole packets (``bytes``) and nothing else.
+"""Faces: transports and their link services.
 
-See `icnd.faces.base` for the contract every face keeps.
+A face (transport) moves whole packets as ``bytes`` and nothing else: see
+`icnd.faces.base` for the contract every face keeps.  Its link service
+(`icnd.faces.service`) turns those bytes into packets and back.
 """
 
 from icnd.faces.base import Face, FaceCounters, Listener, OnNewFace, OnReceive
 from icnd.faces.endpoints import connect_face, open_listener
 from icnd.faces.memory import MemoryFace, memory_face_pair
+from icnd.faces.service import LinkService, NativeLinkService, NothingToDeliver, Unsendable
 from icnd.faces.stream import StreamFace, StreamListener, connect_stream, open_stream_listener
 from icnd.faces.udp import MAX_DATAGRAM, UdpFace, UdpListener, connect_udp, open_udp_listener
 from icnd.faces.uri import DEFAULT_PORT, FaceUri, parse_face_uri
@@ -16,14 +19,18 @@ __all__ = [
     "Face",
     "FaceCounters",
     "FaceUri",
+    "LinkService",
     "Listener",
     "MemoryFace",
+    "NativeLinkService",
+    "NothingToDeliver",
     "OnNewFace",
     "OnReceive",
     "StreamFace",
     "StreamListener",
     "UdpFace",
     "UdpListener",
+    "Unsendable",
     "connect_face",
     "connect_stream",
     "connect_udp",

@@ -1,8 +1,11 @@
 """The face contract: a face moves whole packets (``bytes``) and nothing else.
 
-A face knows nothing about the forwarder.  Its owner (the node) gives it an
-id, runs ``await face.run(on_receive)`` in a nursery, calls ``face.send(wire)``
-to transmit, and ``await face.aclose()`` to tear it down.
+A face is a *transport* (NFD's term): it knows nothing about packets or the
+forwarder.  Its owner (the node) gives it an id, runs ``await
+face.run(on_receive)`` in a nursery, calls ``face.send(wire)`` to transmit,
+and ``await face.aclose()`` to tear it down.  Turning those bytes into
+packets and back is the job of the face's *link service*
+(`icnd.faces.service`), which the owner picks by the face's ``wire_format``.
 
 Invariants every transport keeps:
 
@@ -28,6 +31,7 @@ import socket
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from types import TracebackType
+from typing import ClassVar
 
 import trio
 
@@ -55,6 +59,9 @@ class FaceCounters:
 class Face:
     """Base of every face.  Subclasses implement `send`, `run` and `_release`."""
 
+    # The packet format of the bytes this face carries (its framing follows
+    # from it): "icnd" (msgpack, `icnd.codec`) or "ndn" (`icnd.ndn`).
+    wire_format: ClassVar[str] = "icnd"
     id: int
     remote_uri: str
     local_uri: str

@@ -315,8 +315,8 @@ class ShapedFace(Face):
         self.model = model
         self.sender = ShapedSender(model, inner.send)
 
-    # --- delegated identity and state -------------------------------------------------------
-    @property  # type: ignore[override]
+    # --- delegated identity and state (reads and writes go to inner) -------------------
+    @property
     def id(self) -> int:
         return self.inner.id
 
@@ -324,19 +324,31 @@ class ShapedFace(Face):
     def id(self, value: int) -> None:
         self.inner.id = value
 
-    @property  # type: ignore[override]
+    @property
     def remote_uri(self) -> str:
         return self.inner.remote_uri
 
-    @property  # type: ignore[override]
+    @remote_uri.setter
+    def remote_uri(self, value: str) -> None:
+        self.inner.remote_uri = value
+
+    @property
     def local_uri(self) -> str:
         return self.inner.local_uri
 
-    @property  # type: ignore[override]
+    @local_uri.setter
+    def local_uri(self, value: str) -> None:
+        self.inner.local_uri = value
+
+    @property
     def local(self) -> bool:
         return self.inner.local
 
-    @property  # type: ignore[override]
+    @local.setter
+    def local(self, value: bool) -> None:
+        self.inner.local = value
+
+    @property
     def persistent(self) -> bool:
         return self.inner.persistent
 
@@ -344,17 +356,29 @@ class ShapedFace(Face):
     def persistent(self, value: bool) -> None:
         self.inner.persistent = value
 
-    @property  # type: ignore[override]
+    @property
     def counters(self) -> FaceCounters:
         return self.inner.counters
 
-    @property  # type: ignore[override]
+    @counters.setter
+    def counters(self, value: FaceCounters) -> None:
+        self.inner.counters = value
+
+    @property
     def closed(self) -> bool:
         return self.inner.closed
 
-    @property  # type: ignore[override]
+    @closed.setter
+    def closed(self, value: bool) -> None:
+        self.inner.closed = value
+
+    @property
     def close_reason(self) -> str | None:
         return self.inner.close_reason
+
+    @close_reason.setter
+    def close_reason(self, value: str | None) -> None:
+        self.inner.close_reason = value
 
     # --- link control -----------------------------------------------------------------------
     @property

@@ -1,5 +1,10 @@
 """TCP and Unix stream faces: each packet is framed as a 4-byte big-endian length, then the packet.
 
+How packets are delimited on the stream is the face's `Framing`, the one
+thing a stream face's wire format changes: `LENGTH_PREFIX` here (icnd's
+format); `icnd.ndn.face.NdnStreamFace` is a `StreamFace` with NDN's framing
+(TLV blocks delimit themselves: no header at all).
+
 Reading: one receive buffer per face; after each readability wakeup the reader
 ``recv_into``s large chunks until the socket would block (or a per-wakeup
 budget is spent, so one busy face cannot starve the others) and delivers every
@@ -7,8 +12,9 @@ complete frame.  A frame is copied out of the buffer exactly once (into the
 ``bytes`` handed to ``on_receive``); the buffer is compacted only when its
 free tail gets short, and then only the partial frame moves, so the cost stays
 linear.  It grows to hold a large frame and shrinks back when it runs empty.
-A length above `icnd.codec.MAX_PACKET_SIZE` is a framing error: the stream
-cannot be resynchronised, so the face counts it and closes.
+A length above `icnd.codec.MAX_PACKET_SIZE` (or whatever the framing finds
+invalid) is a framing error: the stream cannot be resynchronised, so the face
+counts it and closes.
 
 Writing: `StreamFace.send` writes straight to the socket when nothing is
 queued (header and payload in one ``sendmsg``, no concatenation of large
@@ -26,6 +32,9 @@ import socket
 import stat
 import struct
 from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import trio
 
@@ -45,8 +54,46 @@ _TRANSIENT_ACCEPT_ERRORS = {errno.ECONNABORTED, errno.EPROTO, errno.EPERM, errno
 _RESOURCE_ACCEPT_ERRORS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 
 
+class FramingError(Exception):
+    """The byte stream cannot be split into packets any more (the face closes)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Framing:
+    """How packets are delimited on a byte stream.
+
+    ``header(n)``: the bytes sent before a packet of ``n`` bytes (``header_size``
+    long, possibly empty); ``max_packet``: larger packets are dropped by
+    `StreamFace.send`; ``frame(view, start, end)``: where the frame at
+    ``start`` of the receive buffer lies, as (packet start, frame end), or
+    None while its header is incomplete -- the frame end may lie beyond
+    ``end`` (the rest has not arrived); raises `FramingError` for a frame that
+    can never be valid.
+    """
+
+    header: Callable[[int], bytes]
+    header_size: int
+    max_packet: int
+    frame: Callable[[memoryview, int, int], tuple[int, int] | None]
+
+
+def _length_prefixed_frame(view: memoryview, start: int, end: int) -> tuple[int, int] | None:
+    if end - start < 4:
+        return None
+    length = _HEADER.unpack_from(view, start)[0]
+    if length > MAX_PACKET_SIZE:
+        raise FramingError(f"frame length {length} exceeds {MAX_PACKET_SIZE}")
+    return start + 4, start + 4 + length
+
+
+# icnd's own framing: a 4-byte big-endian length, then the packet.
+LENGTH_PREFIX = Framing(_HEADER.pack, _HEADER.size, MAX_PACKET_SIZE, _length_prefixed_frame)
+
+
 class StreamFace(Face):
     """A face over a connected, non-blocking ``SOCK_STREAM`` socket (TCP or Unix)."""
+
+    framing: ClassVar[Framing] = LENGTH_PREFIX
 
     def __init__(
         self,
@@ -66,6 +113,10 @@ class StreamFace(Face):
         self.max_send_queue = max_send_queue
         self._wake_writer = trio.Event()
         self._running = False
+        framing = self.framing  # read per packet by send: kept on the instance
+        self._header = framing.header
+        self._header_size = framing.header_size
+        self._max_packet = framing.max_packet
 
     @property
     def send_queue_bytes(self) -> int:
@@ -75,20 +126,21 @@ class StreamFace(Face):
     def send(self, wire: bytes) -> None:
         counters = self.counters
         n = len(wire)
-        if self.closed or n > MAX_PACKET_SIZE:
+        if self.closed or n > self._max_packet:
             counters.send_drops += 1
             return
-        header = _HEADER.pack(n)
+        header = self._header(n)
+        framed = self._header_size + n
         if self._queue:
-            if self._queued_bytes + 4 + n > self.max_send_queue:
+            if self._queued_bytes + framed > self.max_send_queue:
                 counters.send_drops += 1
                 return
             if n <= SMALL_PACKET:
-                self._queue.append(header + wire)
+                self._queue.append(header + wire)  # (an empty header: wire itself, no copy)
             else:
                 self._queue.append(header)
                 self._queue.append(wire)
-            self._queued_bytes += 4 + n
+            self._queued_bytes += framed
         else:
             try:
                 if n <= SMALL_PACKET:
@@ -101,13 +153,14 @@ class StreamFace(Face):
                 counters.send_drops += 1
                 self._close_now(_describe(exc))
                 return
-            if sent < 4 + n:
-                if sent < 4:
+            if sent < framed:
+                size = self._header_size
+                if sent < size:
                     self._queue.append(memoryview(header)[sent:])
                     self._queue.append(wire)
                 else:
-                    self._queue.append(memoryview(wire)[sent - 4 :])
-                self._queued_bytes += 4 + n - sent
+                    self._queue.append(memoryview(wire)[sent - size :])
+                self._queued_bytes += framed - sent
                 self._wake_writer.set()
         counters.out_packets += 1
         counters.out_bytes += n
@@ -166,22 +219,10 @@ class StreamFace(Face):
                     queue[0] = memoryview(queue[0])[sent:]
                     sent = 0
 
-    def _frame(self, view: memoryview, start: int, end: int) -> tuple[int, int] | None:
-        """Where the frame at `start` is: (packet start, frame end), or None
-        while its header is incomplete.  The frame end may lie beyond `end`
-        (the rest has not arrived).  Raises `FramingError` for a frame that
-        can never be valid.  Here: a 4-byte big-endian length, then the packet."""
-        if end - start < 4:
-            return None
-        length = _HEADER.unpack_from(view, start)[0]
-        if length > MAX_PACKET_SIZE:
-            raise FramingError(f"frame length {length} exceeds {MAX_PACKET_SIZE}")
-        return start + 4, start + 4 + length
-
     async def _read_loop(self, on_receive: OnReceive) -> None:
         sock = self._sock
         counters = self.counters
-        frame = self._frame
+        frame = self.framing.frame
         buf = bytearray(RECV_CHUNK)
         view = memoryview(buf)
         start = end = 0  # buf[start:end] holds received, not yet delivered bytes
@@ -244,10 +285,6 @@ class StreamFace(Face):
                 view = memoryview(buf)
 
 
-class FramingError(Exception):
-    """The byte stream cannot be split into packets any more (the face closes)."""
-
-
 class StreamListener(Listener):
     """Accepts TCP or Unix stream connections; each becomes an on-demand `StreamFace`."""
 
@@ -299,10 +336,10 @@ class StreamListener(Listener):
                 raise
             self._on_new_face(self._make_face(conn, addr))
 
-    def _make_face(self, conn: socket.socket, addr: object) -> StreamFace:
+    def _make_face(self, conn: socket.socket, addr: Any) -> StreamFace:
         if self._unix_path is None:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            host, port = addr[:2]  # type: ignore[index]
+            host, port = addr[:2]
             remote = format_inet_uri("tcp", host, port)
             local = False
         else:
@@ -412,7 +449,7 @@ async def connect_stream(uri: str | FaceUri, *, max_send_queue: int = DEFAULT_MA
         host, port = sock.getsockname()[:2]
         return StreamFace(
             sock,
-            remote_uri=format_inet_uri("tcp", sockaddr[0], sockaddr[1]),
+            remote_uri=format_inet_uri("tcp", str(sockaddr[0]), int(sockaddr[1])),
             local_uri=format_inet_uri("tcp", host, port),
             local=False,
             persistent=True,
@@ -421,7 +458,7 @@ async def connect_stream(uri: str | FaceUri, *, max_send_queue: int = DEFAULT_MA
     raise OSError(errno.ECONNREFUSED, f"cannot connect to {parsed}: {'; '.join(errors) or 'no address'}")
 
 
-async def _connect(family: int, type_: int, proto: int, address: object) -> socket.socket:
+async def _connect(family: int, type_: int, proto: int, address: str | tuple[Any, ...]) -> socket.socket:
     sock = socket.socket(family, type_, proto)
     try:
         sock.setblocking(False)

@@ -482,13 +482,13 @@ async def open_udp_listener(
 async def connect_udp(uri: str | FaceUri, *, mtu: int = DEFAULT_MTU) -> UdpFace:
     """A persistent face to ``udp://HOST:PORT`` on its own ephemeral socket (see `open_udp_listener` for ``mtu``)."""
     parsed = parse_face_uri(uri) if isinstance(uri, str) else uri
-    if parsed.scheme != "udp":
+    if parsed.scheme != "udp" or parsed.port is None:
         raise ValueError(f"not a udp URI: {parsed}")
     infos = await trio.socket.getaddrinfo(parsed.host, parsed.port, type=socket.SOCK_DGRAM)
     wildcard = "::" if infos[0][0] == socket.AF_INET6 else "0.0.0.0"
     listener = await open_udp_listener(wildcard, 0, on_new_face=None, mtu=mtu)
     try:
-        face = await listener.face_to(infos[0][4][0], parsed.port)
+        face = await listener.face_to(str(infos[0][4][0]), parsed.port)
     except BaseException:
         await listener.aclose()
         raise

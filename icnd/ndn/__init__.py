@@ -5,6 +5,14 @@
   `Interest` / `Data` / `Nack` (see its docstring for every mapping decision).
 - `icnd.ndn.nfdmgmt`: ControlParameters, ControlResponse and command parsing
   for ``/localhost/nfd/rib/register`` and friends.
+- `icnd.ndn.face`: the NDN face, a stream transport with NDN's framing plus
+  `NdnLinkService` (NDN TLV + NDNLPv2 <-> icnd packets, PIT tokens echoed),
+  so the node's one receive and send path serves NDN applications too.
+- `icnd.ndn.management`: the ``/localhost/nfd`` commands and datasets NDN
+  applications need, answered on NDN faces before the forwarder.
+
+This package only imports the codec modules; the node loads `face` and
+`management` when it listens for NDN applications (``--ndn-listen``).
 """
 
 from icnd.ndn.codec import (

@@ -102,6 +102,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from icnd.codec import MAX_HINTS, signed_portion, with_signature
@@ -123,7 +124,6 @@ from icnd.packet import (
 from icnd.ndn.tlv import (
     MAX_NDN_PACKET,
     decode_nni,
-    encode_nni,
     encode_tlv,
     is_critical,
     iter_tlvs,
@@ -320,7 +320,7 @@ class NdnNameMap:
         return self._translate(comps, self._in.get)
 
     @staticmethod
-    def _translate(comps: Comps, lookup) -> Comps:  # type: ignore[no-untyped-def]
+    def _translate(comps: Comps, lookup: Callable[[Comps], Comps | None]) -> Comps:
         for j in range(len(comps) - 1, -1, -1):
             if comps[j][0] == T_PARAMS:
                 prefix = lookup(comps[: j + 1])
@@ -644,7 +644,7 @@ def _decode_interest(
     )
 
 
-def _comp_spans(buf: bytes, start: int, end: int):  # type: ignore[no-untyped-def]
+def _comp_spans(buf: bytes, start: int, end: int) -> Iterator[tuple[int, int, int]]:
     """(type, tlv_start, tlv_end) of each component TLV (already validated)."""
     pos = start
     while pos < end:

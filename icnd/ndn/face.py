@@ -1,29 +1,24 @@
-"""NDN stream faces: Unix and TCP connections that speak NDN's own format.
+"""NDN faces: Unix and TCP connections that speak NDN's own format.
 
 Unmodified NDN applications (python-ndn, ndn-cxx, NDNts) connect to a
 forwarder's Unix socket (NFD's default: ``/run/nfd/nfd.sock``) or to TCP
 port 6363 and exchange packets as raw NDN TLV blocks (v0.3 Interest 0x05,
 Data 0x06, NDNLPv2 LpPacket 0x64), back to back on the stream, with no
-length prefix.  This module has the transport side of that:
+length prefix.  An NDN face is NFD's pair, a transport and a link service:
 
-- `NdnStreamFace`: a `StreamFace` whose frames are whole TLV blocks (the
-  header tells the length, `icnd.ndn.tlv.frame_length`) and whose `send`
-  writes the bytes it is given as they are.  It carries
-  ``wire_format = "ndn"``: the node then decodes what it receives with
-  `icnd.ndn.codec.decode_ndn` and encodes what it sends through an `NdnLink`,
-  while native faces keep icnd's msgpack codec (and its cost) unchanged.
+- `NdnStreamFace`: the transport, a `StreamFace` with NDN's `Framing` (a
+  whole TLV block is the packet; its header tells the length,
+  `icnd.ndn.tlv.frame_length`; a header that is invalid or announces more
+  than 8800 bytes, `MAX_NDN_PACKET`, NFD's limit, is a framing error that
+  closes the face, as in NFD).  Its ``wire_format = "ndn"`` makes the node
+  give it an `NdnLinkService`.
 - `NdnStreamListener` / `open_ndn_listener`: accept such connections.
   Unix connections are local faces; TCP connections are local when the peer
   is a loopback address (NFD's ``local`` whitelist, and python-ndn's own
   rule for choosing ``/localhost`` over ``/localhop``).
-- `NdnLink`: the per-face state between icnd's packet model and NDN's (PIT
-  tokens to echo, the original Interest a Nack must carry); the packet
-  translation itself is `icnd.ndn.codec`.
-
-Reading is `StreamFace`'s loop (one receive buffer, drain per wakeup) with
-NDN framing plugged in (`_frame`): a header that is invalid or announces more
-than 8800 bytes (`MAX_NDN_PACKET`, NFD's limit) is a framing error that
-closes the face, as in NFD.
+- `NdnLinkService`: NDN TLV + NDNLPv2 <-> icnd packets for one face (the
+  packet translation itself is `icnd.ndn.codec`), with the per-face state
+  NDN needs back: PIT tokens to echo, the original Interest a Nack must carry.
 """
 
 from __future__ import annotations
@@ -32,77 +27,60 @@ import ipaddress
 import logging
 import socket
 from dataclasses import replace
-from typing import Callable
+from typing import Any
 
 from icnd.errors import DecodeError
-from icnd.faces.base import OnNewFace
+from icnd.faces.base import Face, OnNewFace
+from icnd.faces.service import LinkService, NothingToDeliver, Unsendable
 from icnd.faces.stream import (
     DEFAULT_MAX_SEND_QUEUE,
+    Framing,
     FramingError,
     StreamFace,
     StreamListener,
-    _describe,
     open_stream_listener,
 )
 from icnd.faces.uri import FaceUri, format_inet_uri, parse_face_uri
 from icnd.name import T_PARAMS, Name
-from icnd.packet import Data, Interest, Nack, Packet
+from icnd.ndn.codec import IdlePacket, LpInfo, decode_ndn, default_name_map, encode_ndn, encode_ndn_nack
 from icnd.ndn.tlv import MAX_NDN_PACKET, frame_length
+from icnd.packet import Data, Interest, Nack, Packet
 
 log = logging.getLogger("icnd.ndn")
 
 MAX_PENDING = 8192  # remembered Interests per face (for PIT tokens and Nacks)
 
 
+def _no_header(n: int) -> bytes:
+    return b""
+
+
+def _tlv_frame(view: memoryview, start: int, end: int) -> tuple[int, int] | None:
+    """A whole TLV block is the packet; its header tells the length."""
+    try:
+        total = frame_length(view[start:end])
+    except DecodeError as exc:
+        raise FramingError(str(exc)) from None
+    return None if total is None else (start, start + total)
+
+
+NDN_FRAMING = Framing(_no_header, 0, MAX_NDN_PACKET, _tlv_frame)
+
+
 class NdnStreamFace(StreamFace):
     """A stream face carrying back-to-back NDN TLV packets (no length prefix)."""
 
     wire_format = "ndn"
-
-    def send(self, wire: bytes) -> None:
-        counters = self.counters
-        n = len(wire)
-        if self.closed or n > MAX_NDN_PACKET:
-            counters.send_drops += 1
-            return
-        if self._queue:
-            if self._queued_bytes + n > self.max_send_queue:
-                counters.send_drops += 1
-                return
-            self._queue.append(wire)
-            self._queued_bytes += n
-        else:
-            try:
-                sent = self._sock.send(wire)
-            except BlockingIOError:
-                sent = 0
-            except OSError as exc:
-                counters.send_drops += 1
-                self._close_now(_describe(exc))
-                return
-            if sent < n:
-                self._queue.append(memoryview(wire)[sent:])
-                self._queued_bytes += n - sent
-                self._wake_writer.set()
-        counters.out_packets += 1
-        counters.out_bytes += n
-
-    def _frame(self, view: memoryview, start: int, end: int) -> tuple[int, int] | None:
-        """A whole TLV block is the packet; its header tells the length."""
-        try:
-            total = frame_length(view[start:end])
-        except DecodeError as exc:
-            raise FramingError(str(exc)) from None
-        return None if total is None else (start, start + total)
+    framing = NDN_FRAMING
 
 
 class NdnStreamListener(StreamListener):
     """Accepts Unix or TCP connections; each becomes an on-demand `NdnStreamFace`."""
 
-    def _make_face(self, conn: socket.socket, addr: object) -> NdnStreamFace:
+    def _make_face(self, conn: socket.socket, addr: Any) -> NdnStreamFace:
         if self._unix_path is None:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            host, port = addr[:2]  # type: ignore[index]
+            host, port = addr[:2]
             remote = format_inet_uri("tcp", host, port)
             local = _is_loopback(host)
         else:
@@ -134,11 +112,13 @@ async def open_ndn_listener(uri: str | FaceUri, *, on_new_face: OnNewFace, backl
     return NdnStreamListener(plain._sock, parsed, on_new_face)
 
 
-# --- translation state per face -------------------------------------------------------
+
+
+# --- the link service -----------------------------------------------------------------
 
 
 class _Pending:
-    """What the node remembers of an Interest that came in on an NDN face."""
+    """What the link remembers of an Interest that came in on its face."""
 
     __slots__ = ("interest", "token")
 
@@ -147,14 +127,20 @@ class _Pending:
         self.token = token  # the PitToken to echo, or None
 
 
-class NdnLink:
-    """Encodes icnd packets for one NDN face and remembers what NDN needs back.
+class NdnLinkService(LinkService):
+    """NDN TLV + NDNLPv2 <-> icnd packets for one face, and what NDN needs back.
 
-    Every Interest received (with its PitToken, if any) is remembered under
-    its name, bounded per face (the oldest is forgotten first).  Data sent
-    back on the face echo the token (NFD semantics: the token of the
-    in-record); a Nack carries the original Interest as its fragment, as
-    NDNLPv2 wants (ndn-cxx consumers match it against their Interest).
+    Decoding: an NDNLPv2 IDLE packet raises `NothingToDeliver`; every
+    Interest received (with its PitToken, if any) is remembered under its
+    name, bounded per face (the oldest is forgotten first); a Nack comes
+    back under icnd's name when its Interest had parameters.
+
+    Encoding: a Data echoes the token of the Interest it answers (NFD
+    semantics: the token of the in-record), and is signed with DigestSha256
+    by the codec; a Nack carries the original Interest as its fragment, as
+    NDNLPv2 wants (ndn-cxx consumers match it against their Interest).  A
+    packet NDN cannot carry (over 8800 bytes, or not expressible) is counted
+    in the face's ``send_drops`` and raises `Unsendable`.
 
     Name translation for ``params-sha256`` (NDN's digest covers the whole
     ApplicationParameters TLV to the end of the Interest, icnd's only the
@@ -163,19 +149,17 @@ class NdnLink:
     name.
     """
 
-    def __init__(self, face: StreamFace, max_pending: int = MAX_PENDING) -> None:
-        from icnd.ndn import codec
+    __slots__ = ("max_pending", "_pending", "_prefix_pending", "in_interests", "in_data", "in_nacks",
+                 "out_interests", "out_data", "out_nacks")
 
-        self.face = face
-        self.transmit: Callable[[bytes], None] = face.send  # or a link emulator's send
-        self._encode = codec.encode_ndn
-        self._encode_nack = codec.encode_ndn_nack
-        self._lp = codec.LpInfo
-        self._names = codec.default_name_map
+    wire_format = "ndn"
+
+    def __init__(self, face: Face, max_pending: int = MAX_PENDING) -> None:
+        super().__init__(face, self._decode, self._encode)
         self.max_pending = max_pending
         self._pending: dict[tuple[bytes, ...], _Pending] = {}
         self._prefix_pending: dict[tuple[bytes, ...], _Pending] = {}  # CanBePrefix Interests
-        # packets by kind, for faces/list: Interests, Data, Nacks in; the same out
+        # packets by kind, for NFD's faces/list: Interests, Data, Nacks in; the same out
         self.in_interests = self.in_data = self.in_nacks = 0
         self.out_interests = self.out_data = self.out_nacks = 0
 
@@ -184,9 +168,25 @@ class NdnLink:
         return (self.in_interests, self.in_data, self.in_nacks,
                 self.out_interests, self.out_data, self.out_nacks)
 
+    def close(self) -> None:
+        self._pending.clear()
+        self._prefix_pending.clear()
+
     # --- receiving --------------------------------------------------------------------
-    def on_interest(self, interest: Interest, token: bytes | None) -> None:
-        """Remember an Interest that came in on the face."""
+    def _decode(self, wire: bytes) -> Packet:
+        try:
+            packet, lp = decode_ndn(wire)
+        except IdlePacket:
+            raise NothingToDeliver from None
+        if type(packet) is Interest:
+            self._remember(packet, lp.pit_token)
+        elif type(packet) is Data:
+            self.in_data += 1
+        elif type(packet) is Nack:
+            packet = self._icnd_nack(packet)
+        return packet
+
+    def _remember(self, interest: Interest, token: bytes | None) -> None:
         self.in_interests += 1
         comps = interest.name.comps
         pending = self._prefix_pending if interest.can_be_prefix else self._pending
@@ -196,48 +196,50 @@ class NdnLink:
         if len(pending) > self.max_pending:
             del pending[next(iter(pending))]
 
-    def on_nack(self, nack: Nack) -> Nack:
+    def _icnd_nack(self, nack: Nack) -> Nack:
         """A Nack that came in, under icnd's name if its Interest had parameters."""
         self.in_nacks += 1
         comps = nack.name.comps
         if comps[-1][0] == T_PARAMS:
-            icnd = self._names.to_icnd(comps)
+            icnd = default_name_map.to_icnd(comps)
             if icnd is not comps:
                 return replace(nack, name=Name.from_wire(icnd))
         return nack
 
-    def forget(self) -> None:
-        self._pending.clear()
-        self._prefix_pending.clear()
-
     # --- sending ----------------------------------------------------------------------
-    def send(self, packet: Packet) -> None:
-        """Encode `packet` for NDN and put it on the face (dropped, counted, if NDN cannot carry it)."""
-        kind = type(packet)
+    def _encode(self, packet: Packet) -> bytes:
         try:
-            if kind is Data:
-                entry = self._take(packet.name.comps)  # type: ignore[union-attr]
+            if type(packet) is Data:
+                entry = self._take(packet.name.comps)
                 if entry is None or entry.token is None:
-                    wire = self._encode(packet)
+                    wire = encode_ndn(packet)
                 else:
-                    wire = self._encode(packet, self._lp(pit_token=entry.token))
+                    wire = encode_ndn(packet, LpInfo(pit_token=entry.token))
                 self.out_data += 1
-            elif kind is Interest:
-                wire = self._encode(packet)
+            elif type(packet) is Interest:
+                wire = encode_ndn(packet)
                 self.out_interests += 1
-            else:
-                wire = self._nack_wire(packet)  # type: ignore[arg-type]
+            elif type(packet) is Nack:
+                wire = self._nack_wire(packet)
                 self.out_nacks += 1
+            else:
+                raise TypeError(f"not a packet: {packet!r}")
         except ValueError as exc:  # too large for NDN (8800 bytes) or not expressible
             self.face.counters.send_drops += 1
             log.debug("face %d: cannot send %r in NDN format: %s", self.face.id, packet, exc)
-            return
-        self.transmit(wire)
+            raise Unsendable(str(exc)) from None
+        return wire
 
-    def reply(self, data: Data, token: bytes | None) -> None:
-        """Send a Data answering an Interest the forwarder never saw (management)."""
+    def answer(self, interest: Interest, data: Data | None) -> None:
+        """Answer an Interest the forwarder never saw (a management command) with
+        `data`, echoing that Interest's token; None: no answer, forget it."""
+        pending = self._prefix_pending if interest.can_be_prefix else self._pending
+        entry = pending.pop(interest.name.comps, None)
+        if data is None:
+            return
+        token = entry.token if entry is not None else None
         try:
-            wire = self._encode(data, None if token is None else self._lp(pit_token=token))
+            wire = encode_ndn(data, None if token is None else LpInfo(pit_token=token))
         except ValueError as exc:
             self.face.counters.send_drops += 1
             log.warning("face %d: cannot send %r in NDN format: %s", self.face.id, data, exc)
@@ -264,5 +266,5 @@ class NdnLink:
             entry = pending.get(comps)
         if entry is not None and entry.interest.nonce == nack.nonce:
             del pending[comps]
-            return self._encode_nack(entry.interest, nack.reason, entry.token)
-        return self._encode(nack)  # the codec rebuilds the Interest from the name and nonce
+            return encode_ndn_nack(entry.interest, nack.reason, entry.token)
+        return encode_ndn(nack)  # the codec rebuilds the Interest from the name and nonce

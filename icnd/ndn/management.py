@@ -23,25 +23,30 @@ ControlParameters body (python-ndn fails on a response without one), on
 errors too: 400 malformed, 403 not allowed (``/localhop`` remote
 registration), 404 unknown command, 410 no such face, 500 table full.
 
-The answers are plain `Data` in icnd's model; the NDN face's encoder signs
-them with DigestSha256 when they leave.
+The node's receive path hands `NdnManagement.receive` the Interests under
+its `scopes` (``/localhop/nfd``, and ``/localhost/nfd`` from local faces)
+that arrive on NDN faces, before the forwarder.  The answers are plain
+`Data` in icnd's model; the face's `NdnLinkService` echoes the command's
+PIT token and signs them with DigestSha256 when they leave.  The manager is
+handed the face table, the FIB and the forwarder's counters, not the node.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import Protocol
 
 from icnd import __version__
-from icnd.core.tables.fib import TableFull
-from icnd.faces import Face
+from icnd.core.tables.fib import Fib, TableFull
+from icnd.errors import CommandError
+from icnd.faces import Face, LinkService
 from icnd.name import Name, generic, segment, version
-from icnd.packet import Data, Interest
+from icnd.ndn.face import NdnLinkService
+from icnd.ndn.nfdmgmt import ControlParameters, ControlResponse, parse_command
 from icnd.ndn.tlv import encode_tlv, nni_tlv
-
-if TYPE_CHECKING:
-    from icnd.daemon.node import Node
+from icnd.packet import Data, Interest
 
 log = logging.getLogger("icnd.ndn.mgmt")
 
@@ -84,10 +89,14 @@ T_N_SATISFIED_INTERESTS = 0x99
 T_N_UNSATISFIED_INTERESTS = 0x9A
 
 
-class CommandFailed(Exception):
-    def __init__(self, code: int, text: str) -> None:
-        super().__init__(text)
-        self.code = code
+class Faces(Protocol):
+    """The face table, as far as NFD management needs it (`icnd.daemon.faces.FaceTable`)."""
+
+    def get(self, face_id: int) -> Face | None: ...
+
+    def link(self, face_id: int) -> LinkService | None: ...
+
+    def __iter__(self) -> Iterator[Face]: ...
 
 
 def is_nfd_name(comps: tuple[bytes, ...]) -> bool:
@@ -96,19 +105,41 @@ def is_nfd_name(comps: tuple[bytes, ...]) -> bool:
 
 
 class NdnManagement:
-    """Answers ``/localhost/nfd`` Interests from NDN faces; synchronous (no I/O)."""
+    """Answers ``/localhost/nfd`` Interests from NDN faces; synchronous (no I/O).
 
-    def __init__(self, node: "Node") -> None:
-        from icnd.ndn import nfdmgmt
+    ``counters()`` and ``table_sizes()`` are the forwarder's (as dicts),
+    ``started_at()`` the node's start time (Unix seconds)."""
 
-        self.node = node
-        self._nfd = nfdmgmt
+    def __init__(self, faces: Faces, fib: Fib, *, counters: Callable[[], dict[str, int]],
+                 table_sizes: Callable[[], dict[str, int]], started_at: Callable[[], float]) -> None:
+        self.faces = faces
+        self.fib = fib
+        self._counters = counters
+        self._table_sizes = table_sizes
+        self._started_at = started_at
         self._datasets: dict[str, dict[int, list[bytes]]] = {}
         self.commands = 0
-        self.datasets = {
+        self.datasets: dict[tuple[str, str], Callable[[], bytes]] = {
             ("status", "general"): self._status_general,
             ("faces", "list"): self._faces_list,
         }
+
+    def scopes(self, face: Face) -> tuple[tuple[bytes, ...], ...]:
+        """The name prefixes (first two components) answered on `face`: from a
+        non-local face, ``/localhost`` is the forwarder's to refuse."""
+        return (LOCALHOST_NFD, LOCALHOP_NFD) if face.local else (LOCALHOP_NFD,)
+
+    def receive(self, face: Face, link: LinkService, interest: Interest) -> bool:
+        """Answer a management Interest on its NDN face; False: not one (forward it)."""
+        if len(interest.name.comps) <= 2 or not isinstance(link, NdnLinkService):
+            return False
+        try:
+            data = self.handle(face, interest)
+        except Exception:  # a bug must not kill the node
+            log.exception("NDN management command %s failed", interest.name)
+            data = None
+        link.answer(interest, data)
+        return True
 
     def handle(self, face: Face, interest: Interest) -> Data | None:
         """The answer to a management Interest (None: no answer)."""
@@ -126,62 +157,61 @@ class NdnManagement:
 
     # --- commands -------------------------------------------------------------------
     def _command(self, face: Face, interest: Interest) -> Data:
-        nfd = self._nfd
         params = None
         try:
             if interest.name.comps[:2] == LOCALHOP_NFD:
-                raise CommandFailed(403, "remote prefix registration (/localhop) is not enabled")
+                raise CommandError(403, "remote prefix registration (/localhop) is not enabled")
             try:
-                module, verb, params = nfd.parse_command(interest)
+                module, verb, params = parse_command(interest)
             except ValueError as exc:
-                raise CommandFailed(400, f"malformed command: {exc}") from None
+                raise CommandError(400, f"malformed command: {exc}") from None
             if (module, verb) == ("rib", "register"):
                 params = self._register(face, params)
             elif (module, verb) == ("rib", "unregister"):
                 params = self._unregister(face, params)
             else:
-                raise CommandFailed(404, f"unsupported command {module}/{verb}")
-            response = nfd.ControlResponse(200, "OK", params)
-        except CommandFailed as exc:
-            log.debug("face %d: %s: %d %s", face.id, interest.name, exc.code, exc)
-            response = nfd.ControlResponse(exc.code, str(exc), params if params is not None else nfd.ControlParameters())
+                raise CommandError(404, f"unsupported command {module}/{verb}")
+            response = ControlResponse(200, "OK", params)
+        except CommandError as exc:
+            log.debug("face %d: %s: %d %s", face.id, interest.name, exc.status, exc.message)
+            response = ControlResponse(exc.status, exc.message, params if params is not None else ControlParameters())
         return Data(interest.name, response.encode(), freshness_ms=COMMAND_FRESHNESS_MS)
 
-    def _target_face(self, face: Face, params) -> int:  # type: ignore[no-untyped-def]
+    def _target_face(self, face: Face, params: ControlParameters) -> int:
         face_id = params.face_id or face.id  # 0 or absent: the requesting face
-        if face_id != face.id and face_id not in self.node.faces:
-            raise CommandFailed(410, f"no face {face_id}")
+        if face_id != face.id and self.faces.get(face_id) is None:
+            raise CommandError(410, f"no face {face_id}")
         return face_id
 
-    def _register(self, face: Face, params):  # type: ignore[no-untyped-def]
+    def _register(self, face: Face, params: ControlParameters) -> ControlParameters:
         if params.name is None:
-            raise CommandFailed(400, "rib/register needs a Name")
+            raise CommandError(400, "rib/register needs a Name")
         face_id = self._target_face(face, params)
         cost = params.cost if params.cost is not None else 0
         origin = params.origin if params.origin is not None else ROUTE_ORIGIN_APP
         flags = params.flags if params.flags is not None else ROUTE_FLAG_CHILD_INHERIT
         name = params.name
         try:
-            self.node.fw.add_route(name, face_id, cost)
+            self.fib.add(name, face_id, cost)
         except TableFull as exc:
-            raise CommandFailed(500, str(exc)) from None
+            raise CommandError(500, str(exc)) from None
         except ValueError as exc:
-            raise CommandFailed(400, f"cannot route {name}: {exc}") from None
+            raise CommandError(400, f"cannot route {name}: {exc}") from None
         log.info("face %d registered %s (route via face %d, cost %d)", face.id, name, face_id, cost)
-        return self._nfd.ControlParameters(name=params.name, face_id=face_id, origin=origin, cost=cost, flags=flags)
+        return ControlParameters(name=params.name, face_id=face_id, origin=origin, cost=cost, flags=flags)
 
-    def _unregister(self, face: Face, params):  # type: ignore[no-untyped-def]
+    def _unregister(self, face: Face, params: ControlParameters) -> ControlParameters:
         if params.name is None:
-            raise CommandFailed(400, "rib/unregister needs a Name")
+            raise CommandError(400, "rib/unregister needs a Name")
         face_id = self._target_face(face, params)
         origin = params.origin if params.origin is not None else ROUTE_ORIGIN_APP
         name = params.name
-        if self.node.fw.fib.remove(name, face_id):  # like NFD: unregistering nothing still succeeds
+        if self.fib.remove(name, face_id):  # like NFD: unregistering nothing still succeeds
             log.info("face %d unregistered %s (face %d)", face.id, name, face_id)
-        return self._nfd.ControlParameters(name=params.name, face_id=face_id, origin=origin)
+        return ControlParameters(name=params.name, face_id=face_id, origin=origin)
 
     # --- datasets -------------------------------------------------------------------
-    def _dataset(self, key: str, interest: Interest, build) -> Data | None:  # type: ignore[no-untyped-def]
+    def _dataset(self, key: str, interest: Interest, build: Callable[[], bytes]) -> Data | None:
         comps = interest.name.comps
         base = comps[:4]
         rest = comps[4:]
@@ -211,36 +241,34 @@ class NdnManagement:
                     final_block_id=segment(len(segments) - 1))
 
     def _status_general(self) -> bytes:
-        node = self.node
-        c = node.fw.counters
-        tables = node.fw.table_sizes()
+        c = self._counters()
+        tables = self._table_sizes()
         now_ms = int(time.time() * 1000)
         return b"".join((
             encode_tlv(T_NFD_VERSION, f"icnd {__version__}".encode()),
-            nni_tlv(T_START_TIMESTAMP, int(node.started_at * 1000)),
+            nni_tlv(T_START_TIMESTAMP, int(self._started_at() * 1000)),
             nni_tlv(T_CURRENT_TIMESTAMP, now_ms),
             nni_tlv(T_N_NAME_TREE_ENTRIES, tables["fib_entries"] + tables["pit_entries"]),
             nni_tlv(T_N_FIB_ENTRIES, tables["fib_entries"]),
             nni_tlv(T_N_PIT_ENTRIES, tables["pit_entries"]),
             nni_tlv(T_N_MEASUREMENTS_ENTRIES, 0),
             nni_tlv(T_N_CS_ENTRIES, tables["cs_entries"]),
-            nni_tlv(T_N_IN_INTERESTS, c.interests_in),
-            nni_tlv(T_N_IN_DATA, c.data_in),
-            nni_tlv(T_N_IN_NACKS, c.nacks_in),
-            nni_tlv(T_N_OUT_INTERESTS, c.interests_out),
-            nni_tlv(T_N_OUT_DATA, c.data_out),
-            nni_tlv(T_N_OUT_NACKS, c.nacks_out),
-            nni_tlv(T_N_SATISFIED_INTERESTS, c.pit_satisfied),
-            nni_tlv(T_N_UNSATISFIED_INTERESTS, c.pit_expired),
+            nni_tlv(T_N_IN_INTERESTS, c["interests_in"]),
+            nni_tlv(T_N_IN_DATA, c["data_in"]),
+            nni_tlv(T_N_IN_NACKS, c["nacks_in"]),
+            nni_tlv(T_N_OUT_INTERESTS, c["interests_out"]),
+            nni_tlv(T_N_OUT_DATA, c["data_out"]),
+            nni_tlv(T_N_OUT_NACKS, c["nacks_out"]),
+            nni_tlv(T_N_SATISFIED_INTERESTS, c["pit_satisfied"]),
+            nni_tlv(T_N_UNSATISFIED_INTERESTS, c["pit_expired"]),
         ))
 
     def _faces_list(self) -> bytes:
-        node = self.node
         out = []
-        for face in sorted(node.faces.values(), key=lambda f: f.id):
-            link = node.ndn_link(face.id)
+        for face in self.faces:
+            link = self.faces.link(face.id)
             fc = face.counters
-            kinds = link.counts if link is not None else (0, 0, 0, 0, 0, 0)
+            kinds = link.counts if isinstance(link, NdnLinkService) else (0, 0, 0, 0, 0, 0)
             uri = face.remote_uri if "://" in face.remote_uri else f"internal://{face.remote_uri}"
             body = b"".join((
                 nni_tlv(T_FACE_ID, face.id),

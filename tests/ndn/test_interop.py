@@ -507,7 +507,7 @@ async def test_register_reply_and_errors_carry_a_body(node):
 
 
 async def test_pit_tokens_are_echoed(node):
-    node.publish(node.key.sign(icnd.Data(icnd.Name("/tok/data"), b"tokens", freshness_ms=10_000)))
+    node.published.publish(node.key.sign(icnd.Data(icnd.Name("/tok/data"), b"tokens", freshness_ms=10_000)))
     raw = await RawNdn.connect(node.ndn_listen_uris()[1])  # over TCP this time
     try:
         for name, token in (("/tok/data", b"\xaa\xbb\xcc\xdd"), ("/tok/missing", b"\x01\x02")):
@@ -548,14 +548,14 @@ async def test_status_datasets(node):
         mine = [f for f in faces if f.local_uri == node.ndn_listen_uris()[0]]
         assert len(mine) == 1 and mine[0].face_scope.value == 1 and mine[0].n_in_interests == 2
         # icnd's own face list tells NDN faces apart
-        listed = await node.mgmt.face_list(None, {})
+        listed = await node.mgmt.handlers["face", "list"](None, {})
         assert [f["wire_format"] for f in listed if f["local_uri"] == node.ndn_listen_uris()[0]] == ["ndn"]
     finally:
         raw.close()
 
 
 async def test_python_ndn_over_tcp(node, tmp_path):
-    node.publish(node.key.sign(icnd.Data(icnd.Name("/tcp/data"), b"over tcp", freshness_ms=10_000)))
+    node.published.publish(node.key.sign(icnd.Data(icnd.Name("/tcp/data"), b"over tcp", freshness_ms=10_000)))
     net = Net(tmp_path)
     tcp = node.ndn_listen_uris()[1]
     result = await trio.to_thread.run_sync(lambda: consume(net, "x", [{"name": "/tcp/data"}], transport=tcp))

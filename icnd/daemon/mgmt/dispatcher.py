@@ -1,0 +1,83 @@
+"""The management dispatcher: from a command Interest to its manager's handler and back.
+
+See `icnd.daemon.mgmt` for the protocol.  The node's receive path calls
+`Dispatcher.receive` for a ``/localhost/icnd`` Interest from a local face
+(`scopes`); the command runs as its own task (a command may wait, e.g. for a
+connection), and the reply, signed with DigestSha256, goes straight back on
+the face's transport (not through a link emulator the face may have).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import msgpack
+
+from icnd.errors import CommandError
+from icnd.faces import Face, LinkService
+from icnd.name import LOCALHOST, generic
+from icnd.packet import Data, Interest
+from icnd.security import DigestKey
+
+log = logging.getLogger("icnd.mgmt")
+
+MGMT_PREFIX = (LOCALHOST, generic("icnd"))
+
+Handler = Callable[[Face, dict[str, Any]], Awaitable[Any]]
+Commands = dict[tuple[str, str], Handler]
+
+
+class Manager(Protocol):
+    def commands(self) -> Commands:
+        """``(module, verb) -> handler(requesting face, arguments) -> result``."""
+        ...
+
+
+class Dispatcher:
+    """Answers icnd management commands; `spawn(fn, *args)` starts a task."""
+
+    def __init__(self, spawn: Callable[..., None]) -> None:
+        self.handlers: Commands = {}
+        self._spawn = spawn
+        self._digest = DigestKey()
+
+    def add(self, manager: Manager) -> None:
+        for verb, handler in manager.commands().items():
+            if verb in self.handlers:
+                raise ValueError(f"two managers answer {'/'.join(verb)}")
+            self.handlers[verb] = handler
+
+    def scopes(self, face: Face) -> tuple[tuple[bytes, ...], ...]:
+        """The name prefixes (first two components) this dispatcher answers on `face`."""
+        return (MGMT_PREFIX,) if face.local else ()
+
+    def receive(self, face: Face, link: LinkService, interest: Interest) -> bool:
+        """Take a command Interest (always: every name under the prefix is a command)."""
+        self._spawn(self.handle, face, link, interest)
+        return True
+
+    async def handle(self, face: Face, link: LinkService, interest: Interest) -> None:
+        verb = tuple(c[1:].decode("utf-8", "replace") for c in interest.name.comps[2:4])
+        what = "/".join(verb)
+        try:
+            handler = self.handlers.get((verb[0], verb[1])) if len(verb) == 2 else None
+            if handler is None:
+                raise CommandError(404, f"unknown command {what!r}")
+            args: Any = {}
+            if interest.app_params:
+                try:
+                    args = msgpack.unpackb(interest.app_params, raw=False, strict_map_key=False)
+                except Exception:
+                    raise CommandError(400, "command parameters are not a msgpack map") from None
+            if not isinstance(args, dict):
+                raise CommandError(400, "command parameters are not a msgpack map")
+            reply: dict[str, Any] = {"ok": True, "result": await handler(face, args)}
+        except CommandError as exc:
+            reply = {"ok": False, "code": exc.status, "error": exc.message}
+        except Exception as exc:  # a bug must not kill the node; the caller learns of it
+            log.exception("management command %s failed", what)
+            reply = {"ok": False, "code": 500, "error": f"internal error: {exc.__class__.__name__}: {exc}"}
+        data = self._digest.sign(Data(interest.name, msgpack.packb(reply, use_bin_type=True)))
+        face.send(link.encode(data))

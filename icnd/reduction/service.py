@@ -1,0 +1,123 @@
+"""The node's side of collective reduction: groups and its members' contributions.
+
+A node keeps the group descriptors it knows (`GroupTable`) and the
+contributions of the members that live on it (`ContributionStore`), and
+answers, from its internal face (`icnd.daemon.producers`):
+
+- ``/node/<n>/member/<m>/contrib/...``: a member's contribution segment, at
+  once when it is there, else held until the member contributes (the answer
+  then goes out through ``deliver``) or the Interest expires;
+- ``/node/<n>/member/<m>/contribute/...``: a contribution segment handed over
+  by another node's client (its Data in the parameters; the same checks as a
+  local one; contributors are not authenticated);
+- ``/node/<n>/group/install/...``: a group descriptor announced by the node
+  that made it (`GroupTable.install` says whom it trusts).
+
+Refusals are signed ERROR Data (`icnd.errors.error_data`) with an HTTP-like
+code.  The management commands ``group/*`` and ``reduce/contribute``
+(`icnd.daemon.mgmt.groups`) operate on this service.  The aggregation of
+contributions inside the network is the forwarder's ``/reduce`` hook
+(`icnd.reduction.aggregate`), not this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import msgpack
+
+from icnd.codec import decode
+from icnd.errors import DecodeError, error_data
+from icnd.name import Name, generic
+from icnd.packet import Data, Interest, Nack
+from icnd.reduction.contrib import ContributionStore, GroupTable, ReductionError
+from icnd.reduction.group import CONTRIBUTE, GROUP, MEMBER, GroupDescriptor
+from icnd.security import Ed25519Key
+
+if TYPE_CHECKING:
+    from icnd.daemon.producers import ProducerTable
+
+INSTALL = generic("install")
+
+
+class ReductionService:
+    """Groups and contributions of one node; see the module docstring.
+
+    ``deliver(data)`` hands a Data the node produces later (a held
+    contribution Interest's answer) to the forwarder; ``clock()`` is the
+    node's monotonic time in seconds."""
+
+    def __init__(self, name: Name, key: Ed25519Key, groups: GroupTable, contrib: ContributionStore, *,
+                 deliver: Callable[[Data], None], clock: Callable[[], float]) -> None:
+        self.name = name
+        self.node_id = name.comps[-1][1:].decode("utf-8", "replace")
+        self.key = key
+        self.groups = groups
+        self.contrib = contrib
+        self._deliver = deliver
+        self._clock = clock
+
+    def register(self, producers: ProducerTable) -> None:
+        own = self.name.comps
+        producers.add(own + (MEMBER,), self._member)
+        producers.add(own + (GROUP, INSTALL), self._install_group)
+
+    # --- answers from the internal face ----------------------------------------------------
+    def _member(self, interest: Interest) -> Data | Nack | None:
+        comps = interest.name.comps
+        own = len(self.name.comps)
+        if comps[own + 2 : own + 3] == (CONTRIBUTE,):
+            return self._remote_contribution(interest)
+        return self.contrib.lookup(interest, interest.lifetime_ms / 1000.0, self._clock())
+
+    def _install_group(self, interest: Interest) -> Data:
+        """A group descriptor announced by the node that made it (see GroupTable.install)."""
+        try:
+            if not interest.app_params or not interest.params_ok():
+                raise ReductionError(400, "a group announcement carries the descriptor in its parameters")
+            try:
+                args = msgpack.unpackb(interest.app_params, raw=False, max_str_len=64)
+                desc_data = decode(args["desc"])
+                public = args["key"]
+            except (ValueError, KeyError, TypeError, DecodeError, msgpack.UnpackException) as exc:
+                raise ReductionError(400, f"malformed group announcement: {exc}") from None
+            if not isinstance(desc_data, Data) or not isinstance(public, bytes):
+                raise ReductionError(400, "malformed group announcement")
+            desc = self.groups.install(desc_data, public)
+            body = {"code": "ok", "group": desc.group, "version": desc.version}
+            return self.key.sign(Data(interest.name, msgpack.packb(body), freshness_ms=0))
+        except ReductionError as exc:
+            return self.key.sign(error_data(interest.name, str(exc.code), f"{self.node_id}: {exc}"))
+
+    def _remote_contribution(self, interest: Interest) -> Data:
+        """A contribution segment handed over by another node's client."""
+        try:
+            if not interest.app_params or not interest.params_ok():
+                raise ReductionError(400, "a contribution carries its segment's Data in the parameters")
+            try:
+                data = decode(interest.app_params)
+            except DecodeError as exc:
+                raise ReductionError(400, f"malformed Data: {exc}") from None
+            if not isinstance(data, Data) or data.name.comps[:4] != interest.name.comps[:4]:
+                raise ReductionError(400, "the parameters must be the member's contribution Data")
+            answer = Data(interest.name, msgpack.packb({"added": int(self.contribute(data))}), freshness_ms=0)
+        except ReductionError as exc:
+            answer = error_data(interest.name, str(exc.code), f"{self.node_id}: {exc}")
+        return self.key.sign(answer)
+
+    # --- operations (local clients, through management) -------------------------------------
+    def contribute(self, data: Data) -> bool:
+        """Store a member's contribution segment and answer anyone waiting for it.
+
+        Raises `ReductionError` for a contribution the node refuses."""
+        added = self.contrib.add(data)
+        if added and self.contrib.take_pending(data, self._clock()):
+            self._deliver(data)
+        return added
+
+    def create_group(self, desc: GroupDescriptor) -> Data:
+        """Sign and keep a new version of a group made by a local client."""
+        data = self.key.sign(desc.to_data())
+        self.groups.add_local(desc, data, self.key.public_bytes())
+        return data
