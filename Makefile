@@ -13,7 +13,11 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# Types (mypy, [tool.mypy]) and the layering (import-linter, [tool.importlinter]) are
+# checked before the tests run; either failing fails `make test`.
 test: $(STAMP)
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 demo: $(STAMP)

@@ -13,7 +13,7 @@
   up, with the runner below), ready when a management ``status get`` answers;
 - `daemon_main`: the runner, ``python -c`` entry point that builds
   ``NodeConfig`` -> ``Node`` -> ``bind()`` -> ``serve()`` (after the same
-  process set-up as ``icnd run``: `icnd.runtime.tune_gc` when it exists),
+  process set-up as ``icnd run``: `icnd.daemon.runtime.tune_gc` when it exists),
   stops cleanly on SIGTERM/SIGINT, and can run the whole daemon under
   cProfile (``--profile``) and time its garbage collections (``--gc-stats``);
 - `command` / `command_on`: management commands over a Unix connection,
