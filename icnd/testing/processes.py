@@ -13,13 +13,13 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractAsyncContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import trio
 
-from icnd.client import connect
+from icnd.client import Client, connect
 from icnd.errors import Error
 
 LOG_TAIL = 2000  # characters of a daemon's log quoted in `DaemonNotReady`
@@ -92,12 +92,21 @@ class Daemon:
                 stdout=out, stderr=err, env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
 
+    @property
+    def socket(self) -> str:
+        """The path of its local socket, as clients take it."""
+        return str(self.sock)
+
+    def connect(self) -> AbstractAsyncContextManager[Client]:
+        """A client of this daemon (``async with daemon.connect() as client``)."""
+        return connect(str(self.sock))
+
     def uri(self, scheme: str = "udp") -> str:
         """The first address the daemon listens on with `scheme` (from its last `status`)."""
         return next(u for u in self.status["listen"] if u.startswith(scheme + "://"))
 
     async def get_status(self) -> dict[str, Any]:
-        async with connect(str(self.sock)) as client:
+        async with self.connect() as client:
             status: dict[str, Any] = await client.status()
             return status
 

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 import trio
 
 import icnd
+from icnd.testing.processes import run_cli
 
 
 def icnd_cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "icnd", *args], capture_output=True, timeout=timeout)
+    return run_cli(*args, timeout=timeout)
 
 
 @pytest.fixture

@@ -2,36 +2,20 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
-
 import pytest
 
 import icnd
+from icnd.testing.processes import Daemon
 
 
 @pytest.fixture
 def daemon(tmp_path):
-    sock = str(tmp_path / "s.sock")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "icnd", "run", "--name", "/node/s", "--socket", sock, "--listen", "udp://127.0.0.1:0"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 15
-    while True:
-        try:
-            with icnd.sync.connect(sock) as c:
-                c.status()
-            break
-        except icnd.Error:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                raise
-            time.sleep(0.05)
-    yield sock
-    proc.terminate()
-    proc.wait(10)
+    d = Daemon(tmp_path, "--name", "/node/s", "--listen", "udp://127.0.0.1:0", name="s")
+    try:
+        d.wait_ready()
+        yield d.socket
+    finally:
+        d.stop()
 
 
 def test_sync_publish_fetch_serve_and_errors(daemon) -> None:
