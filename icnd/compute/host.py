@@ -70,6 +70,7 @@ class HostLimits:
     retention: float = 60.0  # seconds a finished result stays fetchable
     max_tombstones: int = 10_000
     max_sessions: int = 4096  # session keys granted to callers, least recently used dropped
+    max_memo_bytes: int = 64 * 1024 * 1024  # pure results remembered, least recently used dropped
 
 
 _verify_keys: OrderedDict[bytes, Ed25519VerifyKey] = OrderedDict()
@@ -129,8 +130,8 @@ class Job:
 
 # a function host's counters (in `icnd status`, zero on nodes that host nothing)
 HOST_COUNTERS = ("fn_calls", "fn_busy", "fn_signed_calls", "fn_session_calls", "fn_sessions_granted",
-                 "fn_session_unknown", "fn_unauthorized", "fn_bad_calls", "fn_executions")
-HOST_TABLES = ("fn_active", "fn_jobs", "fn_sessions")
+                 "fn_session_unknown", "fn_unauthorized", "fn_bad_calls", "fn_executions", "fn_memo_evictions")
+HOST_TABLES = ("fn_active", "fn_jobs", "fn_sessions", "fn_memo", "fn_memo_bytes")
 
 
 @dataclass
@@ -186,7 +187,8 @@ class FunctionHost:
         self.active = 0
         self.counters = dict.fromkeys(HOST_COUNTERS, 0)
         self._calls: OrderedDict[tuple, Invocation] = OrderedDict()
-        self._memo: OrderedDict[tuple, bytes] = OrderedDict()
+        self._memo: OrderedDict[tuple, bytes] = OrderedDict()  # pure results, LRU, bounded in count and bytes
+        self._memo_bytes = 0
         self._sessions: OrderedDict[bytes, HostSession] = OrderedDict()
         self._jobs: dict[str, Job] = {}
         self._gone: OrderedDict[str, None] = OrderedDict()
@@ -237,7 +239,8 @@ class FunctionHost:
         return self.counters["fn_executions"]
 
     def tables(self) -> dict[str, int]:
-        return dict(zip(HOST_TABLES, (self.active, len(self._jobs), len(self._sessions))))
+        return dict(zip(HOST_TABLES, (self.active, len(self._jobs), len(self._sessions), len(self._memo),
+                                      self._memo_bytes)))
 
     async def _on_call(self, interest: Interest) -> Data | Nack | None:
         self.counters["fn_calls"] += 1
@@ -314,7 +317,7 @@ class FunctionHost:
         challenge = secrets.token_bytes(16)
         auth = await self._pull(base.append_wire(AUTH, generic(challenge)))
         principal = self._check_auth(auth, ti)
-        if principal is None or not fn.allows(principal):
+        if principal is None or not self._admits(fn, principal):
             self.counters["fn_unauthorized"] += 1
             why = "the caller's proof of identity is invalid" if principal is None else \
                 f"{principal} may not call {fn.prefix}"
@@ -385,7 +388,7 @@ class FunctionHost:
             counters["fn_unauthorized"] += 1
             return self._error(ti.name, "unauthorized", f"{ti.name}: the caller's proof of identity is invalid",
                                signer)
-        if not fn.allows(principal):
+        if not self._admits(fn, principal):
             counters["fn_unauthorized"] += 1
             return self._error(ti.name, "unauthorized", f"{principal} may not call {fn.prefix}", signer)
         try:
@@ -490,27 +493,79 @@ class FunctionHost:
             Manifest(Name("/x"), 0, size, segment_size, digests)  # validates sizes and digest count
         return {"segment_size": segment_size, "args": args}
 
+    @staticmethod
+    def _admits(fn: HostedFunction, principal: Name | None) -> bool:
+        """The one policy every call passes, whatever its form, before anything
+        (the memo included) answers it: `principal` is the caller's proven key
+        name, None for an anonymous call (a ``params-sha256=`` pure call carries
+        no proof).  An anonymous call is admitted only by a pure function
+        without an allow list: a host with an allow list answers only proven
+        callers, each under its own call's name, so no result of it is ever
+        cacheable by a name anyone may ask for."""
+        if principal is None:
+            return fn.info.pure and not fn.allow
+        return fn.allows(principal)
+
     async def _pure_call(self, fn: HostedFunction, interest: Interest) -> Data | Nack | None:
+        """An anonymous ``/fn/NAME/params-sha256=<d>`` call: the policy first,
+        then the memo, then admission like any call."""
+        if not fn.info.pure:
+            self.counters["fn_bad_calls"] += 1
+            return self._error(interest.name, "not-pure", f"{fn.prefix} is not a pure function")
+        if not self._admits(fn, None):
+            self.counters["fn_unauthorized"] += 1
+            return self._error(interest.name, "unauthorized",
+                               f"{fn.prefix} admits only proven callers: call it signed (a params-sha256 name "
+                               "alone proves no caller)")
         key = (fn.prefix.comps, interest.name.comps[-1])
-        memo = self._memo.get(key)
-        if memo is None:
-            try:
-                encoded = msgpack.unpackb(interest.app_params, raw=False, max_array_len=MAX_ARGS)
-                args = [decode_value(b) for b in encoded]
-            except Exception as exc:
-                return self._error(interest.name, "bad-arguments", f"{interest.name}: {exc}")
-            if not fn.info.pure:
-                return self._error(interest.name, "not-pure", f"{fn.prefix} is not a pure function")
+        memo = self._memo_get(key)
+        if memo is not None:
+            return self._result_data(interest.name, memo, fn.info.freshness_ms)
+        try:
+            encoded = msgpack.unpackb(interest.app_params, raw=False, max_array_len=MAX_ARGS)
+            if not isinstance(encoded, list) or not all(isinstance(b, bytes) for b in encoded):
+                raise ValueError("arguments are not a list of encoded values")
+            args = [decode_value(b) for b in encoded]
+        except Exception as exc:
+            self.counters["fn_bad_calls"] += 1
+            return self._error(interest.name, "bad-arguments", f"{interest.name}: {exc}")
+        if self.active >= self.limits.max_jobs:
+            self.counters["fn_busy"] += 1
+            return Nack.for_interest(interest, NackReason.NO_RESOURCES, f"{self.node_name} is busy")
+        self.active += 1
+        try:
             return await self._start(fn, interest.name, args, memo_key=key, pure_name=True)
-        return self._result_data(interest.name, memo, fn.info.freshness_ms)
+        finally:
+            self.active -= 1
+
+    # --- the memo of pure results (bounded in entries and bytes, least recently used dropped) ---
+    def _memo_get(self, key: tuple) -> bytes | None:
+        result = self._memo.get(key)
+        if result is not None:
+            self._memo.move_to_end(key)
+        return result
+
+    def _memo_put(self, key: tuple, result: bytes) -> None:
+        old = self._memo.pop(key, None)
+        if old is not None:
+            self._memo_bytes -= len(old)
+        if len(result) > self.limits.max_memo_bytes:  # never kept: it would evict everything
+            self.counters["fn_memo_evictions"] += 1
+            return
+        self._memo[key] = result
+        self._memo_bytes += len(result)
+        while len(self._memo) > self.limits.max_tombstones or self._memo_bytes > self.limits.max_memo_bytes:
+            self._memo_bytes -= len(self._memo.popitem(last=False)[1])
+            self.counters["fn_memo_evictions"] += 1
 
     # --- running -----------------------------------------------------------------------------
     async def _start(self, fn: HostedFunction, name: Name, args: list, *, memo_key: tuple,
                      pure_name: bool = False, signer: SigningKey | None = None) -> Data:
         """Run the call (or answer from the memo); the trigger's answer,
         signed by `signer` (a session's key) or the host's key."""
-        if fn.info.pure and memo_key in self._memo:
-            return self._result_data(name, self._memo[memo_key], fn.info.freshness_ms if pure_name else 0, signer)
+        memo = self._memo_get(memo_key) if fn.info.pure else None
+        if memo is not None:  # (every path here checked the caller against the policy first)
+            return self._result_data(name, memo, fn.info.freshness_ms if pure_name else 0, signer)
         job = Job(trio.current_time())
         assert self._nursery is not None
         self.counters["fn_executions"] += 1
@@ -555,9 +610,7 @@ class FunctionHost:
         """A job finished (in the trio thread, with no await since: see `_start`)."""
         job.result, job.error = result, error
         if result is not None and fn.info.pure:  # (a result, or an error: never both)
-            self._memo[memo_key] = result
-            while len(self._memo) > self.limits.max_tombstones:
-                self._memo.popitem(last=False)
+            self._memo_put(memo_key, result)
         job.done.set()
         if not job.thunked or self.closed:
             return  # `_start` answers inline or hands out a thunk (or, cancelled, nobody waits)

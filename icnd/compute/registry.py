@@ -37,7 +37,9 @@ def function(_fn: F | None = None, *, pure: bool = False, freshness: float = 360
     ``pure=True`` declares that the result is determined by the name and the
     arguments: results are then cached and shared (calls named by
     ``params-sha256=`` are answered from Content Stores, and the host
-    memoizes RICE calls), so equal calls run the function once."""
+    memoizes RICE calls), so equal calls run the function once.  A host with
+    an allow list for it answers only proven callers (see
+    `icnd.compute.rice`): then results are shared only among them."""
 
     def mark(fn: F) -> F:
         setattr(fn, _ATTR, FunctionInfo(pure=pure, freshness_ms=int(freshness * 1000)))

@@ -73,13 +73,28 @@ class NodeConfig:
     cs_capacity_mb: float = 64.0
     repo_capacity_mb: float = 1024.0
     pit_max_entries: int = 100_000
+    pit_max_mb: float = 256.0  # Interest parameter bytes the PIT holds in all
+    pit_face_max_mb: float = 64.0  # ... from one non-local face
+    pit_local_reserve_percent: float = 10.0  # of the PIT's entries and bytes, kept for local faces
     udp_idle_timeout_s: float = 600.0
+    stream_max_connections: int = 1024  # open connections per TCP listener (faces: FaceLimits)
+    stream_max_per_source: int = 64  # open connections per remote address on a TCP listener
+    unix_max_connections: int = 1024  # open connections on the local Unix listener (its own budget)
+    stream_frame_timeout_s: float = 30.0  # a partial stream frame must complete within this
+    udp_max_faces: int = 1024  # on-demand UDP faces per listener
+    udp_reassembly_mb: float = 64.0  # partial fragmented packets held over all faces of a UDP listener
+    udp_reassembly_per_source_mb: float = 8.0  # ... and per face (source address)
     function_workers: int = 4  # threads (or processes) running synchronous hosted functions
     function_pool: str = "threads"  # where synchronous hosted functions run: "threads" or "processes"
     function_max_jobs: int = 32  # calls handshaked or running at once; beyond: Nack no-resources
     function_max_arg_mb: float = 64.0
     function_retention_s: float = 60.0  # how long a finished result stays fetchable
+    function_memo_mb: float = 64.0  # pure results a function host remembers (LRU); 0: none
     contrib_store_mb: float = 256.0  # members' contributions kept by this node (encoded + content)
+    groups_max: int = 1024  # group descriptors known (configured, made here, announced)  [D9]
+    groups_local_reserve: int = 64  # ... of which announcements from other nodes cannot take these
+    groups_per_source: int = 32  # announced groups per announcing key
+    groups_remote_idle_s: float = 3600.0  # an announced group unused this long is forgotten
     aggregate_max_mb: float = 256.0  # aggregation buffers in the forwarder
     aggregate_max_entries: int = 1024  # aggregations in progress
     aggregate_max_rounds: int = 16  # concurrent rounds per group
@@ -254,11 +269,17 @@ def validate(cfg: NodeConfig, origin: str = "<config>") -> None:
             raise ConfigError(f"{origin}: ndn_listen: {exc}") from None
         if parsed.scheme not in ("unix", "tcp"):
             raise ConfigError(f"{origin}: ndn_listen: {uri!r}: an NDN listener is unix:///path or tcp://HOST:PORT")
+    if cfg.function_memo_mb < 0:
+        raise ConfigError(f"{origin}: function_memo_mb must be >= 0")
     if cfg.function_pool not in ("threads", "processes"):
         raise ConfigError(f"{origin}: function_pool must be threads or processes, not {cfg.function_pool!r}")
     if cfg.log_level.lower() not in LOG_LEVELS:
         raise ConfigError(f"{origin}: log_level must be one of {', '.join(LOG_LEVELS)}")
     for key in ("cs_capacity_mb", "repo_capacity_mb", "udp_idle_timeout_s"):
+        if getattr(cfg, key) <= 0:
+            raise ConfigError(f"{origin}: {key} must be > 0")
+    for key in ("stream_max_connections", "stream_max_per_source", "unix_max_connections", "stream_frame_timeout_s",
+                "udp_max_faces", "udp_reassembly_mb", "udp_reassembly_per_source_mb"):
         if getattr(cfg, key) <= 0:
             raise ConfigError(f"{origin}: {key} must be > 0")
     from icnd.core.fw.strategy_choice import STRATEGIES
@@ -271,3 +292,13 @@ def validate(cfg: NodeConfig, origin: str = "<config>") -> None:
             raise ConfigError(f"{origin}: {key} must be > 0")
     if cfg.pit_max_entries <= 0:
         raise ConfigError(f"{origin}: pit_max_entries must be > 0")
+    for key in ("groups_max", "groups_per_source", "groups_remote_idle_s"):
+        if getattr(cfg, key) <= 0:
+            raise ConfigError(f"{origin}: {key} must be > 0")
+    if not 0 <= cfg.groups_local_reserve < cfg.groups_max:
+        raise ConfigError(f"{origin}: groups_local_reserve must be within 0..groups_max-1")
+    for key in ("pit_max_mb", "pit_face_max_mb"):
+        if getattr(cfg, key) <= 0:
+            raise ConfigError(f"{origin}: {key} must be > 0")
+    if not 0 <= cfg.pit_local_reserve_percent <= 90:
+        raise ConfigError(f"{origin}: pit_local_reserve_percent must be within 0..90")

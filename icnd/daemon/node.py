@@ -139,10 +139,14 @@ class Node:
         self.fw = Forwarder(
             cs_capacity_bytes=int(config.cs_capacity_mb * 1024 * 1024),
             pit_max_entries=config.pit_max_entries,
+            pit_max_bytes=int(config.pit_max_mb * 1024 * 1024),
+            pit_max_bytes_per_face=int(config.pit_face_max_mb * 1024 * 1024),
+            pit_local_reserve=config.pit_local_reserve_percent / 100,
             default_strategy=config.default_strategy,
             hooks={REDUCE: self.aggregator},
         )
-        self.groups = GroupTable()
+        self.groups = GroupTable(config.groups_max, local_reserve=config.groups_local_reserve,  # D9
+                                 per_source=config.groups_per_source, remote_idle=config.groups_remote_idle_s)
         self.contrib = ContributionStore(self.groups, self.node_id,
                                          max_bytes=int(config.contrib_store_mb * 1024 * 1024))
         self.faces = FaceTable(first_id=INTERNAL_FACE + 1, receiver=self._receiver, on_up=self._on_face_up,
@@ -252,7 +256,15 @@ class Node:
         except ValueError as exc:
             raise StartupError(str(exc)) from None
         try:
-            listener = await open_listener(parsed, on_new_face=self._on_new_face)
+            from icnd.faces import FaceLimits  # D1/D2: what peers of a listener may hold
+
+            cfg, mib = self.config, 1024 * 1024
+            limits = FaceLimits(
+                max_connections=cfg.stream_max_connections, max_per_source=cfg.stream_max_per_source,
+                unix_max_connections=cfg.unix_max_connections, frame_timeout=cfg.stream_frame_timeout_s,
+                udp_max_faces=cfg.udp_max_faces, reassembly_bytes=max(1, int(cfg.udp_reassembly_mb * mib)),
+                reassembly_per_source=max(1, int(cfg.udp_reassembly_per_source_mb * mib)))
+            listener = await open_listener(parsed, on_new_face=self._on_new_face, limits=limits)
         except OSError as exc:
             reason = exc.strerror or str(exc)
             raise StartupError(f"cannot listen on {uri}: {reason}") from None
@@ -372,7 +384,8 @@ class Node:
         nursery.start_soon(theirs.run, client.on_receive)
         cfg = self.config
         limits = HostLimits(max_jobs=cfg.function_max_jobs, max_arg_bytes=int(cfg.function_max_arg_mb * 1024 * 1024),
-                            retention=cfg.function_retention_s)
+                            retention=cfg.function_retention_s,
+                            max_memo_bytes=int(cfg.function_memo_mb * 1024 * 1024))
         self.function_host = FunctionHost(client, self._functions, self.name, limits=limits,
                                           workers=cfg.function_workers, pool=cfg.function_pool)
         await nursery.start(self.function_host.run)
@@ -482,6 +495,10 @@ class Node:
         counters["mgmt_commands"] = self.mgmt_commands
         counters.update(self.aggregator.counters)
         counters.update(self.contrib.counters)
+        counters.update(self.groups.counters)
+        for listener in self._listeners + self._ndn_listeners:  # D1/D2: connection and reassembly refusals
+            for key, value in listener.listener_counters().items():
+                counters[key] = counters.get(key, 0) + value
         tables = self.fw.table_sizes()
         tables["faces"] = len(self.faces)
         tables["dead_nonces"] = len(self.fw.dnl)

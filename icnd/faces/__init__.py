@@ -5,7 +5,7 @@ A face (transport) moves whole packets as ``bytes`` and nothing else: see
 (`icnd.faces.service`) turns those bytes into packets and back.
 """
 
-from icnd.faces.base import Face, FaceCounters, Listener, OnNewFace, OnReceive
+from icnd.faces.base import Face, FaceCounters, FaceLimits, Listener, ListenerCounters, OnNewFace, OnReceive
 from icnd.faces.endpoints import connect_face, open_listener
 from icnd.faces.memory import MemoryFace, memory_face_pair
 from icnd.faces.service import LinkService, NativeLinkService, NothingToDeliver, Unsendable
@@ -18,9 +18,11 @@ __all__ = [
     "MAX_DATAGRAM",
     "Face",
     "FaceCounters",
+    "FaceLimits",
     "FaceUri",
     "LinkService",
     "Listener",
+    "ListenerCounters",
     "MemoryFace",
     "NativeLinkService",
     "NothingToDeliver",

@@ -27,7 +27,9 @@ Invariants every transport keeps:
 
 from __future__ import annotations
 
+import logging
 import socket
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from types import TracebackType
@@ -51,9 +53,82 @@ class FaceCounters:
     decode_errors: int = 0  # incremented by the owner, who decodes
     framing_errors: int = 0  # stream framing broken (the face then closes)
     recv_drops: int = 0  # packets received before run() started, beyond the holding bound
+    frame_timeouts: int = 0  # a stream's partial frame did not complete in time (the face then closes)
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class FaceLimits:
+    """What a listener lets peers make the node hold (see docs/configuration.md).
+
+    Stream listeners: ``max_connections`` open connections per TCP listener,
+    ``max_per_source`` per remote IP address, ``unix_max_connections`` per
+    Unix listener (local applications: a separate budget, so a network flood
+    never takes their slots); a partial frame must complete within
+    ``frame_timeout`` seconds of its first byte, else the face closes.  UDP
+    listeners: at most ``udp_max_faces`` on-demand faces (the one idle the
+    longest is evicted for a new peer once it has been idle
+    ``udp_evict_idle`` seconds, else the datagram is refused); fragment
+    reassembly holds at most ``reassembly_bytes`` over all the listener's
+    faces and ``reassembly_per_source`` per face.
+    """
+
+    max_connections: int = 1024
+    max_per_source: int = 64
+    unix_max_connections: int = 1024
+    frame_timeout: float = 30.0
+    udp_max_faces: int = 1024
+    udp_evict_idle: float = 10.0
+    reassembly_bytes: int = 64 * 1024 * 1024
+    reassembly_per_source: int = 8 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        for name in self.__slots__:
+            if not getattr(self, name) > 0:
+                raise ValueError(f"face limit {name} must be > 0")
+
+
+DEFAULT_LIMITS = FaceLimits()
+
+
+@dataclass(slots=True)
+class ListenerCounters:
+    """What a listener refused or cut (monotonic); summed into the node's status counters."""
+
+    connections_refused_listener: int = 0  # a listener's max_connections reached
+    connections_refused_source: int = 0  # one source address's max_per_source reached
+    frame_timeouts: int = 0  # faces of this listener closed for a partial frame too old
+    udp_faces_refused: int = 0  # datagrams from a new peer dropped: on-demand faces full, none idle
+    udp_faces_evicted: int = 0  # idle on-demand faces closed to make room for a new peer
+    reassembly_budget_evictions: int = 0  # partial packets dropped to keep the listener's reassembly budget
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+class RefusalLog:
+    """Logs a refusal at most once per ``interval`` seconds, with how many happened since."""
+
+    __slots__ = ("_log", "_interval", "_next", "_suppressed")
+
+    def __init__(self, logger: logging.Logger, interval: float = 10.0) -> None:
+        self._log = logger
+        self._interval = interval
+        self._next = 0.0
+        self._suppressed = 0
+
+    def warning(self, message: str, *args: object) -> None:
+        now = time.monotonic()
+        if now < self._next:
+            self._suppressed += 1
+            return
+        self._next = now + self._interval
+        if self._suppressed:
+            message += f" (and {self._suppressed} more since the last report)"
+            self._suppressed = 0
+        self._log.warning(message, *args)
 
 
 class Face:
@@ -134,6 +209,10 @@ class Listener:
 
     async def aclose(self) -> None:
         raise NotImplementedError
+
+    def listener_counters(self) -> dict[str, int]:
+        """What this listener refused or cut (`ListenerCounters` fields), for the node's status."""
+        return {}
 
     async def __aenter__(self) -> Listener:
         return self

@@ -8,19 +8,21 @@ peers, so that its datagrams leave from its well-known port.
 
 from __future__ import annotations
 
-from icnd.faces.base import Face, Listener, OnNewFace
+from icnd.faces.base import DEFAULT_LIMITS, Face, FaceLimits, Listener, OnNewFace
 from icnd.faces.stream import connect_stream, open_stream_listener
 from icnd.faces.udp import connect_udp, open_udp_listener
 from icnd.faces.uri import FaceUri, parse_face_uri
 
 
-async def open_listener(uri: str | FaceUri, *, on_new_face: OnNewFace) -> Listener:
-    """A `UdpListener` or `StreamListener` bound as ``uri`` says."""
+async def open_listener(
+    uri: str | FaceUri, *, on_new_face: OnNewFace, limits: FaceLimits = DEFAULT_LIMITS
+) -> Listener:
+    """A `UdpListener` or `StreamListener` bound as ``uri`` says, within ``limits``."""
     parsed = parse_face_uri(uri) if isinstance(uri, str) else uri
     if parsed.scheme == "udp":
         assert parsed.port is not None
-        return await open_udp_listener(parsed.host, parsed.port, on_new_face=on_new_face)
-    return await open_stream_listener(parsed, on_new_face=on_new_face)
+        return await open_udp_listener(parsed.host, parsed.port, on_new_face=on_new_face, limits=limits)
+    return await open_stream_listener(parsed, on_new_face=on_new_face, limits=limits)
 
 
 async def connect_face(uri: str | FaceUri) -> Face:

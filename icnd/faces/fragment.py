@@ -32,7 +32,9 @@ payload longer than total, count or total differing from earlier fragments
 of the same sequence, lengths not adding up to total) is counted in
 ``malformed_fragments`` and dropped; `Reassembler.feed` never raises on
 input.  Partial packets are bounded (`Reassembler` arguments) and dropped
-after ``timeout`` seconds without a new fragment.
+after ``timeout`` seconds without a new fragment.  Reassemblers of several
+faces (one UDP listener's) may share a `ReassemblyBudget`: one byte budget
+over all of them, on top of each one's own ``max_bytes`` share.
 """
 
 from __future__ import annotations
@@ -114,6 +116,38 @@ class ReassemblyCounters:
         return asdict(self)
 
 
+class ReassemblyBudget:
+    """One byte budget shared by several `Reassembler`s (e.g. every face of a UDP listener).
+
+    When the bytes held by all of them exceed ``max_bytes``, the reassembler
+    holding the most bytes drops its partial packet idle the longest (counted
+    in its ``reassembly_evictions`` and in ``evictions`` here), until the
+    total fits again: one source can never take more than its own share, and
+    many sources together never more than ``max_bytes``.
+    """
+
+    __slots__ = ("max_bytes", "used", "evictions", "_members")
+
+    def __init__(self, max_bytes: int) -> None:
+        if max_bytes < 1:
+            raise ValueError("max_bytes must be positive")
+        self.max_bytes = max_bytes
+        self.used = 0
+        self.evictions = 0
+        self._members: set[Reassembler] = set()  # those holding bytes
+
+    def _reclaim(self) -> None:
+        members = self._members
+        while self.used > self.max_bytes and members:
+            victim = max(members, key=_held_bytes)
+            victim._evict_oldest()
+            self.evictions += 1
+
+
+def _held_bytes(reassembler: Reassembler) -> int:
+    return reassembler._bytes
+
+
 class _Partial:
     __slots__ = ("count", "total", "size", "parts", "last")
 
@@ -145,6 +179,7 @@ class Reassembler:
         timeout: float = 2.0,
         *,
         counters: Any = None,
+        budget: ReassemblyBudget | None = None,
     ) -> None:
         if max_packets < 1 or max_bytes < 1 or not timeout > 0:
             raise ValueError("max_packets, max_bytes and timeout must be positive")
@@ -155,6 +190,18 @@ class Reassembler:
         self._partials: OrderedDict[int, _Partial] = OrderedDict()  # least recently active first
         self._finished: OrderedDict[int, None] = OrderedDict()
         self._bytes = 0
+        self.budget = budget
+
+    def _charge(self, delta: int) -> None:
+        """Change the bytes held, keeping the shared budget's total (and membership) in step."""
+        self._bytes += delta
+        budget = self.budget
+        if budget is not None:
+            budget.used += delta
+            if self._bytes:
+                budget._members.add(self)
+            else:
+                budget._members.discard(self)
 
     @property
     def pending_packets(self) -> int:
@@ -224,14 +271,17 @@ class Reassembler:
         parts[index] = memoryview(datagram)[HEADER_SIZE:]
         if size == total:
             del partials[seq]
-            self._bytes -= partial.size + FRAGMENT_OVERHEAD * (count - 1)
+            self._charge(-(partial.size + FRAGMENT_OVERHEAD * (count - 1)))
             self._remember(seq)
             c.packets_reassembled += 1
             return b"".join([parts[i] for i in range(count)])
         partial.size = size
-        self._bytes += length + FRAGMENT_OVERHEAD
+        self._charge(length + FRAGMENT_OVERHEAD)
         while self._bytes > self.max_bytes:  # the current packet, most recent, goes last
             self._evict_oldest()
+        budget = self.budget
+        if budget is not None and budget.used > budget.max_bytes:
+            budget._reclaim()
         return None
 
     def expire(self, now: float) -> int:
@@ -252,7 +302,7 @@ class Reassembler:
         """Forget every partial packet (uncounted), e.g. when the face closes."""
         self._partials.clear()
         self._finished.clear()
-        self._bytes = 0
+        self._charge(-self._bytes)
 
     def _evict_oldest(self) -> None:
         seq, partial = next(iter(self._partials.items()))
@@ -261,7 +311,7 @@ class Reassembler:
 
     def _drop(self, seq: int, partial: _Partial) -> None:
         del self._partials[seq]
-        self._bytes -= partial.size + FRAGMENT_OVERHEAD * len(partial.parts)
+        self._charge(-(partial.size + FRAGMENT_OVERHEAD * len(partial.parts)))
         self._remember(seq)
 
     def _remember(self, seq: int) -> None:

@@ -14,7 +14,18 @@ free tail gets short, and then only the partial frame moves, so the cost stays
 linear.  It grows to hold a large frame and shrinks back when it runs empty.
 A length above `icnd.codec.MAX_PACKET_SIZE` (or whatever the framing finds
 invalid) is a framing error: the stream cannot be resynchronised, so the face
-counts it and closes.
+counts it and closes.  The buffer grows with the bytes actually received (at
+most doubling, up to the frame's announced size), never with the header's
+claim alone, and it is only allocated once the first bytes arrive (an idle
+connection holds no buffer).  A partial frame must complete within
+``frame_timeout`` seconds (`icnd.faces.base.FaceLimits`; the clock restarts
+whenever a frame is delivered), else the face counts ``frame_timeouts`` and
+closes: a peer cannot hold a buffer by sending a header and stopping.
+
+Limits (`StreamListener`): open connections per listener and per source
+address (TCP) are bounded; a connection beyond either is accepted and closed
+at once, counted in the listener's `ListenerCounters` and logged at most once
+per interval.  The node's local Unix listener has its own budget.
 
 Writing: `StreamFace.send` writes straight to the socket when nothing is
 queued (header and payload in one ``sendmsg``, no concatenation of large
@@ -27,6 +38,7 @@ from __future__ import annotations
 
 import errno
 import itertools
+import logging
 import os
 import socket
 import stat
@@ -39,7 +51,17 @@ from typing import Any, ClassVar
 import trio
 
 from icnd.codec import MAX_PACKET_SIZE
-from icnd.faces.base import Face, Listener, OnNewFace, OnReceive, close_socket
+from icnd.faces.base import (
+    DEFAULT_LIMITS,
+    Face,
+    FaceLimits,
+    Listener,
+    ListenerCounters,
+    OnNewFace,
+    OnReceive,
+    RefusalLog,
+    close_socket,
+)
 from icnd.faces.uri import FaceUri, format_inet_uri, parse_face_uri
 
 DEFAULT_MAX_SEND_QUEUE = 16 * 1024 * 1024
@@ -52,6 +74,9 @@ _HEADER = struct.Struct(">I")
 _IOV_MAX = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024, 1024)
 _TRANSIENT_ACCEPT_ERRORS = {errno.ECONNABORTED, errno.EPROTO, errno.EPERM, errno.EINTR}
 _RESOURCE_ACCEPT_ERRORS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+
+log = logging.getLogger("icnd.faces")
+_timeout_log = RefusalLog(log)
 
 
 class FramingError(Exception):
@@ -117,6 +142,9 @@ class StreamFace(Face):
         self._header = framing.header
         self._header_size = framing.header_size
         self._max_packet = framing.max_packet
+        self.frame_timeout = DEFAULT_LIMITS.frame_timeout  # seconds a partial frame may take
+        self._listener_counters: ListenerCounters | None = None  # the accepting listener's, if any
+        self._on_release: Callable[[], None] | None = None  # the accepting listener's bookkeeping
 
     @property
     def send_queue_bytes(self) -> int:
@@ -184,6 +212,16 @@ class StreamFace(Face):
         self._queued_bytes = 0
         self._wake_writer.set()
         close_socket(self._sock)
+        on_release, self._on_release = self._on_release, None
+        if on_release is not None:
+            on_release()
+
+    def _frame_timed_out(self) -> None:
+        self.counters.frame_timeouts += 1
+        if self._listener_counters is not None:
+            self._listener_counters.frame_timeouts += 1
+        _timeout_log.warning("closing %s: a partial frame did not complete in %gs", self.remote_uri, self.frame_timeout)
+        self._close_now(f"partial frame timed out after {self.frame_timeout:g}s")
 
     async def _write_loop(self) -> None:
         sock = self._sock
@@ -223,21 +261,33 @@ class StreamFace(Face):
         sock = self._sock
         counters = self.counters
         frame = self.framing.frame
-        buf = bytearray(RECV_CHUNK)
+        buf = bytearray()  # allocated when the first bytes arrive
         view = memoryview(buf)
         start = end = 0  # buf[start:end] holds received, not yet delivered bytes
         need = 1  # bytes needed at buf[start:] before the next frame can be parsed
+        deadline = 0.0  # while bytes are pending: when the partial frame times out
         while True:
             try:
-                await trio.lowlevel.wait_readable(sock)
+                if start == end:
+                    await trio.lowlevel.wait_readable(sock)
+                else:
+                    with trio.move_on_at(deadline):
+                        await trio.lowlevel.wait_readable(sock)
+                    if trio.current_time() >= deadline:
+                        self._frame_timed_out()
+                        return
             except trio.ClosedResourceError:
                 return
+            delivered = counters.in_packets
             for _ in range(READS_PER_WAKEUP):
                 if len(buf) - end < MIN_READ or start + need > len(buf):
-                    # Make room: move the partial frame to the front, growing if it cannot fit.
+                    # Make room: move the partial frame to the front, growing if there is not
+                    # MIN_READ free behind it -- by at most doubling, so the buffer follows the
+                    # bytes received, not the size the frame's header announces.
                     pending = end - start
-                    if need + MIN_READ > len(buf):
-                        new = bytearray(need + RECV_CHUNK)
+                    if pending + MIN_READ > len(buf):
+                        size = min(need + RECV_CHUNK, max(2 * len(buf), pending + MIN_READ, RECV_CHUNK))
+                        new = bytearray(size)
                         new[:pending] = view[start:end]
                         view.release()
                         buf, view = new, memoryview(new)
@@ -279,18 +329,35 @@ class StreamFace(Face):
                         return
                 if start == end:
                     start = end = 0
-            if start == end and len(buf) > RECV_CHUNK:
-                view.release()
-                buf = bytearray(RECV_CHUNK)
-                view = memoryview(buf)
+            if start == end:
+                deadline = 0.0
+                if len(buf) > RECV_CHUNK:
+                    view.release()
+                    buf = bytearray(RECV_CHUNK)
+                    view = memoryview(buf)
+            elif counters.in_packets != delivered or not deadline:
+                deadline = trio.current_time() + self.frame_timeout  # a new partial frame
 
 
 class StreamListener(Listener):
-    """Accepts TCP or Unix stream connections; each becomes an on-demand `StreamFace`."""
+    """Accepts TCP or Unix stream connections; each becomes an on-demand `StreamFace`.
 
-    def __init__(self, sock: socket.socket, uri: FaceUri, on_new_face: OnNewFace) -> None:
+    At most ``limits.max_connections`` (Unix: ``limits.unix_max_connections``)
+    faces of this listener are open at once, and at most
+    ``limits.max_per_source`` from one remote address (TCP); a connection
+    beyond either is closed at once and counted in ``counters``.
+    """
+
+    def __init__(
+        self, sock: socket.socket, uri: FaceUri, on_new_face: OnNewFace, *, limits: FaceLimits = DEFAULT_LIMITS
+    ) -> None:
         sock.setblocking(False)
         self._sock = sock
+        self.limits = limits
+        self.counters = ListenerCounters()
+        self._open = 0  # faces of this listener not yet closed
+        self._per_source: dict[str, int] = {}  # remote address -> open faces (TCP)
+        self._refusals = RefusalLog(log)
         self._on_new_face = on_new_face
         self._unix_path = uri.path if uri.scheme == "unix" else None
         self._scheme = uri.scheme
@@ -334,7 +401,49 @@ class StreamListener(Listener):
                 if exc.errno in _TRANSIENT_ACCEPT_ERRORS:
                     continue
                 raise
-            self._on_new_face(self._make_face(conn, addr))
+            source = "" if self._unix_path is not None else str(addr[0])  # "": a local Unix peer
+            if not self._admit(source):
+                conn.close()
+                continue
+            face = self._make_face(conn, addr)
+            face.frame_timeout = self.limits.frame_timeout
+            face._listener_counters = self.counters
+            face._on_release = lambda source=source: self._forget(source)
+            self._open += 1
+            if source:
+                self._per_source[source] = self._per_source.get(source, 0) + 1
+            self._on_new_face(face)
+
+    def listener_counters(self) -> dict[str, int]:
+        return self.counters.as_dict()
+
+    @property
+    def open_connections(self) -> int:
+        """Faces of this listener that are not closed yet."""
+        return self._open
+
+    def _admit(self, source: str) -> bool:
+        limits = self.limits
+        cap = limits.max_connections if source else limits.unix_max_connections
+        if self._open >= cap:
+            self.counters.connections_refused_listener += 1
+            self._refusals.warning("%s: refusing a connection: %d connections open (limit)", self.local_uri, cap)
+            return False
+        if source and self._per_source.get(source, 0) >= limits.max_per_source:
+            self.counters.connections_refused_source += 1
+            self._refusals.warning("%s: refusing a connection from %s: %d connections open from it (limit)",
+                                   self.local_uri, source, limits.max_per_source)
+            return False
+        return True
+
+    def _forget(self, source: str) -> None:
+        self._open -= 1
+        if source:
+            left = self._per_source[source] - 1
+            if left:
+                self._per_source[source] = left
+            else:
+                del self._per_source[source]
 
     def _make_face(self, conn: socket.socket, addr: Any) -> StreamFace:
         if self._unix_path is None:
@@ -364,7 +473,7 @@ class StreamListener(Listener):
 
 
 async def open_stream_listener(
-    uri: str | FaceUri, *, on_new_face: OnNewFace, backlog: int = 128
+    uri: str | FaceUri, *, on_new_face: OnNewFace, backlog: int = 128, limits: FaceLimits = DEFAULT_LIMITS
 ) -> StreamListener:
     """Listen on ``tcp://HOST:PORT`` (port 0: ephemeral) or ``unix:///path``.
 
@@ -381,7 +490,7 @@ async def open_stream_listener(
         except BaseException:
             sock.close()
             raise
-        return StreamListener(sock, parsed, on_new_face)
+        return StreamListener(sock, parsed, on_new_face, limits=limits)
     if parsed.scheme != "tcp":
         raise ValueError(f"not a stream URI: {parsed}")
     infos = await trio.socket.getaddrinfo(
@@ -398,7 +507,7 @@ async def open_stream_listener(
     except BaseException:
         sock.close()
         raise
-    return StreamListener(sock, parsed, on_new_face)
+    return StreamListener(sock, parsed, on_new_face, limits=limits)
 
 
 def _remove_stale_unix_socket(path: str) -> None:

@@ -43,6 +43,17 @@ Closing the listener closes all its faces.
 listener that accepts no other peers); that face runs its listener inside its
 own ``run``.
 
+Limits (`icnd.faces.base.FaceLimits`): a listener holds at most
+``udp_max_faces`` on-demand faces.  A datagram from a new address when they
+are all taken evicts the on-demand face silent the longest, if it has been
+silent for ``udp_evict_idle`` seconds (``udp_faces_evicted``); otherwise the
+datagram is dropped (``udp_faces_refused``).  Persistent faces are never
+evicted nor counted.  Reassembly holds at most ``reassembly_per_source``
+bytes per face and ``reassembly_bytes`` over all the listener's faces (a
+shared `ReassemblyBudget`: beyond it the face holding the most loses its
+oldest partial packet).  Activity is sampled by the expiry task once per
+tick, from the faces' counters, not per datagram.
+
 ICMP errors (port unreachable and the like) reported on the shared socket are
 ignored: they say nothing reliable about which face they concern and must not
 kill the listener.
@@ -51,6 +62,7 @@ kill the listener.
 from __future__ import annotations
 
 import errno
+import logging
 import random
 import socket
 from collections import deque
@@ -59,8 +71,19 @@ from dataclasses import dataclass
 import trio
 
 from icnd.codec import MAX_PACKET_SIZE
-from icnd.faces.base import Face, FaceCounters, Listener, OnNewFace, OnReceive, close_socket
-from icnd.faces.fragment import DEFAULT_MTU, MIN_MTU, Fragmenter, Reassembler, fragment_count
+from icnd.faces.base import (
+    DEFAULT_LIMITS,
+    Face,
+    FaceCounters,
+    FaceLimits,
+    Listener,
+    ListenerCounters,
+    OnNewFace,
+    OnReceive,
+    RefusalLog,
+    close_socket,
+)
+from icnd.faces.fragment import DEFAULT_MTU, MIN_MTU, Fragmenter, ReassemblyBudget, Reassembler, fragment_count
 from icnd.faces.uri import FaceUri, format_inet_uri, parse_face_uri
 
 MAX_DATAGRAM = 65507  # largest UDP payload over IPv4
@@ -74,7 +97,9 @@ SEND_BURST = 256 * 1024  # at most this many bytes of fragments and queued datag
 DATAGRAM_OVERHEAD = 1024  # what a datagram costs a kernel socket buffer beyond its bytes, roughly
 REASSEMBLY_TIMEOUT = 2.0  # seconds a partial packet waits for its next fragment
 REASSEMBLY_MAX_PACKETS = 64  # partial packets per face
-REASSEMBLY_MAX_BYTES = 32 * 1024 * 1024  # buffered fragment bytes per face
+REASSEMBLY_MAX_BYTES = 32 * 1024 * 1024  # buffered fragment bytes per face (at most; see FaceLimits)
+
+log = logging.getLogger("icnd.faces")
 
 _ICMP_ERRORS = {
     errno.ECONNREFUSED,
@@ -118,8 +143,14 @@ class UdpFace(Face):
         self.max_send_queue = max(DEFAULT_MAX_SEND_QUEUE, 2 * fragment_count(MAX_PACKET_SIZE, mtu))
         self._fragmenter = Fragmenter(mtu, first_sequence=random.getrandbits(32))
         self._reassembler = Reassembler(
-            REASSEMBLY_MAX_PACKETS, REASSEMBLY_MAX_BYTES, REASSEMBLY_TIMEOUT, counters=self.counters
+            REASSEMBLY_MAX_PACKETS,
+            min(REASSEMBLY_MAX_BYTES, listener.limits.reassembly_per_source),
+            REASSEMBLY_TIMEOUT,
+            counters=self.counters,
+            budget=listener._budget,
         )
+        self._activity = -1  # counters sampled by the listener's expiry task ...
+        self._idle_since = trio.current_time()  # ... and when they last changed
         self._held_bytes = 0
         self._listener = listener
         self._queued = 0
@@ -261,7 +292,14 @@ class UdpFace(Face):
 class UdpListener(Listener):
     """A bound UDP socket and the faces of the peers it talks to."""
 
-    def __init__(self, sock: socket.socket, *, on_new_face: OnNewFace | None, mtu: int = DEFAULT_MTU) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        *,
+        on_new_face: OnNewFace | None,
+        mtu: int = DEFAULT_MTU,
+        limits: FaceLimits = DEFAULT_LIMITS,
+    ) -> None:
         if type(mtu) is not int or not MIN_MTU <= mtu <= MAX_DATAGRAM:
             raise ValueError(f"udp mtu must be an int in [{MIN_MTU}, {MAX_DATAGRAM}], not {mtu!r}")
         self._mtu = mtu
@@ -274,6 +312,11 @@ class UdpListener(Listener):
         self._sock = sock
         self._on_new_face = on_new_face
         self._faces: dict[tuple, UdpFace] = {}
+        self.limits = limits
+        self.counters = ListenerCounters()
+        self._budget = ReassemblyBudget(limits.reassembly_bytes)
+        self._refusals = RefusalLog(log)
+        self._full_until = 0.0  # while on-demand faces are full: no face can be evicted before then
         self._queue: deque[tuple[UdpFace, bytes]] = deque()
         self._wake_writer = trio.Event()
         self._running = False
@@ -359,19 +402,60 @@ class UdpListener(Listener):
         self._queue.extend([(face, datagrams[i]) for i in range(start, len(datagrams))])
         self._wake_writer.set()
 
+    @property
+    def reassembly_bytes(self) -> int:
+        """Bytes of partial packets held by all this listener's faces."""
+        return self._budget.used
+
+    def listener_counters(self) -> dict[str, int]:
+        """This listener's refusal counters (`ListenerCounters`), for the node's status."""
+        self.counters.reassembly_budget_evictions = self._budget.evictions
+        return self.counters.as_dict()
+
     async def _expire_loop(self) -> None:
-        """Drop partial packets that stopped receiving fragments, even if their peer fell silent."""
+        """Drop partial packets that stopped receiving fragments, even if their peer fell silent;
+        sample each face's activity (for evicting idle on-demand faces)."""
         while True:
             await trio.sleep(REASSEMBLY_TIMEOUT / 2)
-            now = trio.current_time()
-            for face in self._faces.values():
-                reassembler = face._reassembler
-                if reassembler.pending_packets:
-                    reassembler.expire(now)
+            self._tick(trio.current_time())
+
+    def _tick(self, now: float) -> None:
+        for face in self._faces.values():
+            reassembler = face._reassembler
+            if reassembler.pending_packets:
+                reassembler.expire(now)
+            c = face.counters
+            activity = c.in_packets + c.fragments_in + c.recv_drops + c.out_packets
+            if activity != face._activity:
+                face._activity = activity
+                face._idle_since = now
+
+    def _make_room(self) -> bool:
+        """At the on-demand face limit: evict the face idle the longest if idle long enough."""
+        now = trio.current_time()
+        if now < self._full_until:
+            return False
+        limits = self.limits
+        on_demand = [face for face in self._faces.values() if not face.persistent]
+        if len(on_demand) < limits.udp_max_faces:
+            return True
+        self._tick(now)
+        oldest = min(on_demand, key=lambda face: face._idle_since)
+        if now - oldest._idle_since < limits.udp_evict_idle:
+            self._full_until = oldest._idle_since + limits.udp_evict_idle
+            return False
+        self.counters.udp_faces_evicted += 1
+        oldest._close_now("evicted: idle, its slot went to a new peer")
+        return True
 
     def _new_face(self, address: tuple) -> UdpFace | None:
         if self._on_new_face is None:
             return None  # a standalone face's socket talks to its one peer only
+        if len(self._faces) >= self.limits.udp_max_faces and not self._make_room():
+            self.counters.udp_faces_refused += 1
+            self._refusals.warning("%s: dropping datagrams from new peer %s: %d on-demand faces, none idle (limit)",
+                                   self.local_uri, _address_uri(address), self.limits.udp_max_faces)
+            return None
         face = UdpFace(self, address, persistent=False)
         self._faces[address] = face
         self._on_new_face(face)
@@ -447,7 +531,8 @@ class UdpListener(Listener):
 
 
 async def open_udp_listener(
-    host: str, port: int, *, on_new_face: OnNewFace | None, mtu: int = DEFAULT_MTU
+    host: str, port: int, *, on_new_face: OnNewFace | None, mtu: int = DEFAULT_MTU,
+    limits: FaceLimits = DEFAULT_LIMITS,
 ) -> UdpListener:
     """Bind a UDP socket on ``host:port`` (port 0: ephemeral; ``"::"``: dual-stack).
 
@@ -476,7 +561,7 @@ async def open_udp_listener(
     except BaseException:
         sock.close()
         raise
-    return UdpListener(sock, on_new_face=on_new_face, mtu=mtu)
+    return UdpListener(sock, on_new_face=on_new_face, mtu=mtu, limits=limits)
 
 
 async def connect_udp(uri: str | FaceUri, *, mtu: int = DEFAULT_MTU) -> UdpFace:

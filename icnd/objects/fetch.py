@@ -17,8 +17,11 @@ stores and serves (see `icnd.objects.manifest` for the names).
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import Callable
+import stat
+import tempfile
+from typing import BinaryIO, Callable, Iterator
 
 import trio
 
@@ -179,7 +182,9 @@ async def fetch_object(ep: Endpoint, name: NameLike, *, timeout: float = 60.0, v
                        out: str | os.PathLike | bytearray | None = None,
                        progress: Progress | None = None) -> bytes | bytearray:
     """Fetch a segmented object, each segment checked against the signed
-    manifest (see `Client.fetch_object`); never hangs past `timeout`."""
+    manifest (see `Client.fetch_object`); never hangs past `timeout`.  With
+    `out` a path, the file appears (or is replaced) only complete: see
+    `_output_file`."""
     name = Name(name)
     deadline = trio.current_time() + timeout
     try:
@@ -197,7 +202,7 @@ async def fetch_object(ep: Endpoint, name: NameLike, *, timeout: float = 60.0, v
                     buffer.extend(bytes(manifest.size - len(buffer)))
                 await _fetch_into(ep, manifest, _BufferSink(buffer), progress)
                 return bytes(buffer) if out is None else buffer
-            with open(out, "wb") as f:
+            with _output_file(out) as f:
                 f.truncate(manifest.size)
                 await _fetch_into(ep, manifest, _FileSink(f.fileno()), progress)
             return b""
@@ -218,9 +223,48 @@ async def _single(ep: Endpoint, data: Data, out: str | os.PathLike | bytearray |
         return out
     if out is None:
         return data.content
-    with open(out, "wb") as f:
+    with _output_file(out) as f:
         f.write(data.content)
     return b""
+
+
+@contextlib.contextmanager
+def _output_file(out: str | os.PathLike) -> Iterator[BinaryIO]:
+    """A file to write an object into, all or nothing: a regular file (or a
+    new name) is written as a temporary file in the same directory and
+    renamed over `out` only when the body succeeds; on any failure
+    (timeout, verification, cancellation) the temporary file is removed and
+    `out` is left as it was.  A non-regular file (/dev/null, a pipe) is
+    written in place, as it cannot be replaced."""
+    path = os.path.realpath(os.fspath(out))
+    try:
+        st: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        with open(path, "wb") as f:
+            yield f
+        return
+    directory, base = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".part", dir=directory or ".")
+    try:
+        if st is not None:
+            mode = stat.S_IMODE(st.st_mode)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.fchmod(fd, mode)  # as open() would have made it, not mkstemp's 0600
+        with os.fdopen(fd, "wb") as f:
+            fd = -1
+            yield f
+        os.replace(tmp, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 async def fetch_segments(ep: Endpoint, manifest: Manifest) -> bytes:

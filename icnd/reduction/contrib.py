@@ -10,17 +10,37 @@ and once a group has a signer, only that signer may announce new versions
 version.  Contributions are checked against every version the node keeps, so
 an old round keeps its membership after a new version.
 
+Bounded (issue #15, D9): at most ``max_groups`` groups.  Groups installed by
+announcements (*remote* groups: no configured or local version) may take at
+most ``max_groups - local_reserve`` of them, at most ``per_source`` per
+announcing key, and expire once unused (not read, not announced again) for
+``remote_idle`` seconds.  So a flood of announcements never takes the
+node's own ``group create`` slots: a local create also evicts the least
+recently used remote group when the table is full.  Refusals are
+`ReductionError` 507 and counted in `counters`.
+
 `ContributionStore` keeps the contributions of members that live on this
 node, segment by segment, and answers contribution Interests: at once when
 the segment is there, or by holding the Interest (`take_pending`) until the
 member contributes or the Interest expires.  Bounded: bytes in total, rounds
 kept per member (older rounds go first), rounds accepted ahead of the newest,
 Interests held.
+
+Priority (issue #15, D10): a contribution is *local* when the member's own
+node's clients made it (management), *remote* when another node handed it
+over (``/contribute``).  A remote contribution never evicts a local round
+(for bytes or for the rounds-kept window); a local one evicts remote rounds
+first and replaces a remote-only round it conflicts with.  `add` never
+evicts the round it is storing: a round that would be evicted at once is
+refused (`ReductionError` naming the window of rounds kept), so success is
+reported only for a contribution that is stored.
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from icnd.errors import Error
@@ -32,6 +52,9 @@ from icnd.reduction.segment import SegmentError, unpack
 
 MAX_GROUPS = 1024
 VERSIONS_KEPT = 16
+GROUP_LOCAL_RESERVE = 64  # slots remote announcements cannot take
+GROUP_PER_SOURCE = 32  # remote groups per announcing key
+GROUP_REMOTE_IDLE = 3600.0  # seconds an unused remote group is kept
 
 
 class ReductionError(Error, ValueError):
@@ -47,25 +70,44 @@ class _Group:
     versions: dict[int, tuple[GroupDescriptor, Data]] = field(default_factory=dict)
     owner: bytes | None = None  # raw Ed25519 public key of the signer of announced versions
     configured: bool = False  # from this node's configuration: announcements cannot change it
+    remote: bool = False  # only ever installed by announcements: quota'd, expires when unused
+    used: float = 0.0  # last read or announced (remote groups)
 
     def latest(self) -> tuple[GroupDescriptor, Data]:
         return self.versions[max(self.versions)]
 
 
 class GroupTable:
-    def __init__(self, max_groups: int = MAX_GROUPS) -> None:
+    def __init__(self, max_groups: int = MAX_GROUPS, *, local_reserve: int = GROUP_LOCAL_RESERVE,
+                 per_source: int = GROUP_PER_SOURCE, remote_idle: float = GROUP_REMOTE_IDLE,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if not 0 <= local_reserve < max_groups:
+            raise ValueError(f"group local reserve {local_reserve} must be in 0..{max_groups - 1}")
         self.max_groups = max_groups
+        self.local_reserve = local_reserve
+        self.per_source = per_source
+        self.remote_idle = remote_idle
+        self.clock = clock
         self._groups: dict[str, _Group] = {}
+        self._remote = 0  # groups with remote=True
+        self._by_source: dict[bytes, int] = {}  # announcing key -> its remote groups
+        self.counters = {"groups_refused_full": 0, "groups_refused_source": 0, "groups_expired": 0,
+                         "groups_evicted_for_local": 0}
 
     def __len__(self) -> int:
         return len(self._groups)
 
+    def _touch(self, g: _Group | None) -> _Group | None:
+        if g is not None and g.remote:
+            g.used = self.clock()
+        return g
+
     def latest(self, group: str) -> tuple[GroupDescriptor, Data] | None:
-        g = self._groups.get(group)
+        g = self._touch(self._groups.get(group))
         return g.latest() if g is not None else None
 
     def get(self, group: str, version: int | None = None) -> tuple[GroupDescriptor, Data]:
-        g = self._groups.get(group)
+        g = self._touch(self._groups.get(group))
         if g is None:
             known = ", ".join(sorted(self._groups)) or "none"
             raise ReductionError(404, f"unknown group {group!r} (groups known here: {known})")
@@ -77,7 +119,7 @@ class GroupTable:
         return g.versions[version]
 
     def versions(self, group: str) -> list[GroupDescriptor]:
-        g = self._groups.get(group)
+        g = self._touch(self._groups.get(group))
         return [g.versions[v][0] for v in sorted(g.versions)] if g is not None else []
 
     def groups(self) -> list[GroupDescriptor]:
@@ -90,13 +132,14 @@ class GroupTable:
     def add_config(self, desc: GroupDescriptor) -> Data:
         """A configured group: digest-signed, so every node builds the same bytes."""
         data = DigestKey().sign(desc.to_data())
-        self._put(desc, data, None)
+        self._put(desc, data, None, local=True)
         self._groups[desc.group].configured = True
         return data
 
     def add_local(self, desc: GroupDescriptor, data: Data, public_key: bytes) -> None:
-        """A version made through this node by a local client (signed by this node)."""
-        self._put(desc, data, public_key)
+        """A version made through this node by a local client (signed by this node).
+        Never refused for room while remote groups hold slots (one is evicted)."""
+        self._put(desc, data, public_key, local=True)
 
     def install(self, data: Data, public_key: bytes) -> GroupDescriptor:
         """An announced descriptor, signed by `public_key` (checked here)."""
@@ -112,15 +155,23 @@ class GroupTable:
         if g is not None and g.owner is not None and g.owner != public_key:
             raise ReductionError(403, f"group {desc.group} is owned by another key; "
                                       "only its signer can announce new versions")
-        self._put(desc, data, public_key)
+        self._put(desc, data, public_key, local=False)
         return desc
 
-    def _put(self, desc: GroupDescriptor, data: Data, owner: bytes | None) -> None:
+    def _put(self, desc: GroupDescriptor, data: Data, owner: bytes | None, *, local: bool) -> None:
         g = self._groups.get(desc.group)
         if g is None:
-            if len(self._groups) >= self.max_groups:
-                raise ReductionError(507, f"too many groups ({self.max_groups})")
+            self._make_room(local, owner)
             g = self._groups[desc.group] = _Group()
+            if not local:
+                assert owner is not None  # an announcement names its signer
+                g.remote = True
+                self._remote += 1
+                self._by_source[owner] = self._by_source.get(owner, 0) + 1
+        elif local and g.remote:
+            self._forget_remote(g)  # a local version makes it this node's group
+        if g.remote:
+            g.used = self.clock()  # announced again: in use
         old = g.versions.get(desc.version)
         if old is not None:
             if old[0] != desc:
@@ -131,6 +182,62 @@ class GroupTable:
             g.owner = owner
         while len(g.versions) > VERSIONS_KEPT:
             del g.versions[min(g.versions)]
+
+    def _forget_remote(self, g: _Group) -> None:
+        g.remote = False
+        self._remote -= 1
+        if g.owner is not None:
+            left = self._by_source.get(g.owner, 0) - 1
+            if left > 0:
+                self._by_source[g.owner] = left
+            else:
+                self._by_source.pop(g.owner, None)
+
+    def _drop(self, name: str) -> None:
+        g = self._groups.pop(name)
+        if g.remote:
+            self._forget_remote(g)
+
+    def expire(self) -> int:
+        """Drop remote groups unused for `remote_idle` seconds; how many."""
+        if not self._remote:
+            return 0
+        cutoff = self.clock() - self.remote_idle
+        idle = [name for name, g in self._groups.items() if g.remote and g.used <= cutoff]
+        for name in idle:
+            self._drop(name)
+        self.counters["groups_expired"] += len(idle)
+        return len(idle)
+
+    def _make_room(self, local: bool, owner: bytes | None) -> None:
+        """Room for one new group, or ReductionError 507 (counted)."""
+        if local:
+            if len(self._groups) < self.max_groups:
+                return
+            self.expire()
+            if len(self._groups) < self.max_groups:
+                return
+            remote = [(g.used, name) for name, g in self._groups.items() if g.remote]
+            if remote:
+                self._drop(min(remote)[1])
+                self.counters["groups_evicted_for_local"] += 1
+                return
+            self.counters["groups_refused_full"] += 1
+            raise ReductionError(507, f"too many groups ({self.max_groups}, all configured or made here)")
+        remote_cap = self.max_groups - self.local_reserve
+        if owner is not None and self._by_source.get(owner, 0) >= self.per_source:
+            self.expire()
+            if self._by_source.get(owner, 0) >= self.per_source:
+                self.counters["groups_refused_source"] += 1
+                raise ReductionError(507, f"too many groups announced by this key ({self.per_source}); "
+                                          f"unused ones expire after {self.remote_idle:g} s")
+        if self._remote >= remote_cap or len(self._groups) >= self.max_groups:
+            self.expire()
+            if self._remote >= remote_cap or len(self._groups) >= self.max_groups:
+                self.counters["groups_refused_full"] += 1
+                raise ReductionError(507, f"too many announced groups ({remote_cap}; {self.local_reserve} more "
+                                          f"are kept for this node's own groups); unused ones expire after "
+                                          f"{self.remote_idle:g} s")
 
 
 def _check_signature(data: Data, public_key: bytes) -> None:
@@ -153,6 +260,7 @@ class Contribution:
     nseg: int
     segments: dict[int, Data] = field(default_factory=dict)
     nbytes: int = 0
+    local: bool = True  # made by the member's own node's clients (see the module docstring)
 
 
 class ContributionStore:
@@ -170,7 +278,8 @@ class ContributionStore:
         self._evicted: dict[tuple[str, str], int] = {}  # newest round evicted
         self.pending: dict[tuple[bytes, ...], float] = {}  # contribution name -> expiry
         self.counters = {"contrib_rounds": 0, "contrib_segments": 0, "contrib_refused": 0,
-                         "contrib_served": 0, "contrib_held": 0, "contrib_evicted": 0}
+                         "contrib_served": 0, "contrib_held": 0, "contrib_evicted": 0,
+                         "contrib_refused_window": 0, "contrib_remote_displaced": 0}
 
     def __len__(self) -> int:
         return sum(len(r) for r in self._store.values())
@@ -203,16 +312,18 @@ class ContributionStore:
                                       f"in {key[0]} (at most {self.max_ahead} ahead)")
 
     # --- contributing -------------------------------------------------------------------
-    def add(self, data: Data) -> bool:
+    def add(self, data: Data, *, local: bool = True) -> bool:
         """Store one contribution segment (a Data named by `contrib_name`);
-        True if new, False if the same segment was already there."""
+        True if new (and stored), False if the same segment was already
+        there.  `local`: made by this node's own clients, not handed over
+        by another node (see the module docstring)."""
         try:
-            return self._add(data)
+            return self._add(data, local)
         except ReductionError:
             self.counters["contrib_refused"] += 1
             raise
 
-    def _add(self, data: Data) -> bool:
+    def _add(self, data: Data, local: bool) -> bool:
         parsed = parse_contrib_name(data.name.comps)
         if parsed is None or data.name.comps[1][1:].decode("utf-8", "replace") != self.node:
             raise ReductionError(400, f"{data.name} is not a contribution name of node {self.node} "
@@ -228,47 +339,98 @@ class ContributionStore:
             raise ReductionError(400, f"contribution of {member} to {group} round {rnd}: {exc}") from None
         if meta.seg != seg or meta.members or meta.partial:
             raise ReductionError(400, f"{data.name}: header does not describe segment {seg} of one member")
-        rounds = self._store.setdefault(key, {})
+        rounds = self._store.get(key, {})
         contribution = rounds.get(rnd)
+        if contribution is not None and local and not contribution.local:
+            old = contribution.segments.get(seg)
+            if contribution.layout != meta.layout() or (old is not None and old.content != data.content):
+                # the member's own contribution wins over one handed over for it from elsewhere
+                self._evict(key, rnd, displaced=True)
+                self.counters["contrib_remote_displaced"] += 1
+                rounds = self._store.get(key, {})
+                contribution = None
         if contribution is None:
-            contribution = Contribution(meta.layout(), meta.nseg)
+            contribution = Contribution(meta.layout(), meta.nseg, local=local)
         elif contribution.layout != meta.layout():
             raise ReductionError(400, f"{member} round {rnd}: segment {seg} is {meta.describe()}, other segments "
                                       f"are {contribution.layout[0]} {contribution.layout[1]}")
         old = contribution.segments.get(seg)
         if old is not None:
             if old.content == data.content:
+                contribution.local = contribution.local or local
                 return False
             raise ReductionError(409, f"{member} already contributed different data to {group} round {rnd} "
                                       f"(segment {seg}); contributions are immutable")
         size = data_size(data)  # the encoding and the content: the memory it holds
-        self._make_room(size, key, rnd)
+        # every check before any eviction: a refused contribution evicts nothing
+        window_victim = self._window_victim(key, rnd, local) if rnd not in rounds else None
+        self._make_room(size, key, rnd, local, window_victim)
         if rnd not in rounds:
+            rounds = self._store.setdefault(key, {})
             rounds[rnd] = contribution
             self.counters["contrib_rounds"] += 1
-            while len(rounds) > self.rounds_kept:
-                self._evict(key, min(rounds))
+        contribution.local = contribution.local or local
         contribution.segments[seg] = data
         contribution.nbytes += size
         self.bytes_used += size
         self.counters["contrib_segments"] += 1
         return True
 
-    def _make_room(self, size: int, key: tuple[str, str], rnd: int) -> None:
+    def _window_victim(self, key: tuple[str, str], rnd: int, local: bool) -> int | None:
+        """The round of `key` that gives way to new round `rnd` (None: there is
+        room among the `rounds_kept`): the lowest that may go (remote ones first
+        for a local round; never a local one for a remote round); refused if
+        `rnd` itself would be it."""
+        rounds = self._store.get(key)
+        if not rounds or len(rounds) < self.rounds_kept:
+            return None
+        remote = [r for r, c in rounds.items() if not c.local]
+        if local and remote:
+            return min(remote)
+        candidates = list(rounds) if local else remote
+        if candidates and min(candidates) < rnd:
+            return min(candidates)
+        lo, hi = min(rounds), max(rounds)
+        self.counters["contrib_refused_window"] += 1
+        whose = "" if local else (" (contributions handed over from other nodes never displace the member's "
+                                  "own rounds)")
+        raise ReductionError(507, f"round {rnd} of {key[1]} in {key[0]} is outside the window of rounds kept here: "
+                                  f"{len(rounds)} rounds kept ({lo}..{hi}, at most {self.rounds_kept} per member) "
+                                  f"and none of them may give way to it{whose}")
+
+    def _make_room(self, size: int, key: tuple[str, str], rnd: int, local: bool, window_victim: int | None) -> None:
+        """Evict `window_victim` (a round of `key`), then rounds until `size`
+        more bytes fit: remote rounds first, lowest first, never (key, rnd),
+        never a local round for a remote contribution.  Checked first: if it
+        cannot fit, nothing is evicted."""
         if size > self.max_bytes:
             raise ReductionError(507, f"a {size}-byte segment exceeds the contribution store ({self.max_bytes})")
-        while self.bytes_used + size > self.max_bytes:
-            victims = [(r, k) for k, rounds in self._store.items() for r in rounds if (k, r) != (key, rnd)]
-            if not victims:
-                raise ReductionError(507, f"contribution store full ({self.max_bytes} bytes)")
-            r, k = min(victims)
-            self._evict(k, r)
+        victims = None
+        if self.bytes_used + size > self.max_bytes:
+            victims = sorted((c.local, r, k) for k, rounds in self._store.items() for r, c in rounds.items()
+                             if (k, r) != (key, rnd) and (local or not c.local or (k, r) == (key, window_victim)))
+            room = self.max_bytes - self.bytes_used + sum(self._store[k][r].nbytes for _, r, k in victims)
+            if room < size:
+                held = "" if local else ", held by the members' own contributions"
+                raise ReductionError(507, f"contribution store full ({self.max_bytes} bytes{held}); "
+                                          f"round {rnd} of {key[1]} in {key[0]} is refused")
+        if window_victim is not None:
+            self._evict(key, window_victim, below=rnd)
+        for _, r, k in victims or ():
+            if self.bytes_used + size <= self.max_bytes:
+                break
+            if r in self._store.get(k, {}):
+                self._evict(k, r, below=rnd if k == key else None)
 
-    def _evict(self, key: tuple[str, str], rnd: int) -> None:
+    def _evict(self, key: tuple[str, str], rnd: int, *, displaced: bool = False, below: int | None = None) -> None:
+        """Drop round `rnd` of `key`; `below`: the round of `key` being stored instead."""
         rounds = self._store[key]
         gone = rounds.pop(rnd)
         self.bytes_used -= gone.nbytes
-        self._evicted[key] = max(rnd, self._evicted.get(key, rnd))
+        if not displaced and (not rounds or rnd < min(rounds)) and (below is None or rnd < below):
+            # Interests for rounds at or below it are refused (410), not held; a round
+            # evicted from above a kept or incoming one (a remote one giving way) is simply gone
+            self._evicted[key] = max(rnd, self._evicted.get(key, rnd))
         self.counters["contrib_evicted"] += 1
         if not rounds:
             del self._store[key]
@@ -320,5 +482,6 @@ class ContributionStore:
 
     def stats(self, now: float) -> dict[str, int]:
         self._purge(now)
+        self.groups.expire()
         return {"contributions": len(self), "contribution_bytes": self.bytes_used,
                 "contributions_waiting": len(self.pending), "groups": len(self.groups)}

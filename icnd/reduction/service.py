@@ -14,7 +14,10 @@ answers, from its internal face (`icnd.daemon.producers`):
   that made it (`GroupTable.install` says whom it trusts).
 
 Refusals are signed ERROR Data (`icnd.errors.error_data`) with an HTTP-like
-code.  The management commands ``group/*`` and ``reduce/contribute``
+code, counted (`GroupTable.counters`, `ContributionStore.counters`) and
+logged at most once per `REFUSAL_LOG_INTERVAL` per kind, not per packet.
+Contributions handed over by other nodes are *remote* for the store: they
+never displace the member's own (see `icnd.reduction.contrib`).  The management commands ``group/*`` and ``reduce/contribute``
 (`icnd.daemon.mgmt.groups`) operate on this service.  The aggregation of
 contributions inside the network is the forwarder's ``/reduce`` hook
 (`icnd.reduction.aggregate`), not this.
@@ -22,6 +25,7 @@ contributions inside the network is the forwarder's ``/reduce`` hook
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -39,6 +43,9 @@ if TYPE_CHECKING:
     from icnd.daemon.producers import ProducerTable
 
 INSTALL = generic("install")
+REFUSAL_LOG_INTERVAL = 10.0  # seconds: each kind of refusal is logged at most once per interval
+
+log = logging.getLogger(__name__)
 
 
 class ReductionService:
@@ -57,6 +64,18 @@ class ReductionService:
         self.contrib = contrib
         self._deliver = deliver
         self._clock = clock
+        self._logged: dict[str, tuple[float, int]] = {}  # kind -> (next log time, refusals since)
+
+    def _log_refusal(self, kind: str, exc: ReductionError) -> None:
+        """Log a refusal of `kind` at most once per REFUSAL_LOG_INTERVAL, with how many since."""
+        now = self._clock()
+        due, since = self._logged.get(kind, (0.0, 0))
+        if now < due:
+            self._logged[kind] = (due, since + 1)
+            return
+        more = f" ({since} more since the last report)" if since else ""
+        log.warning("%s refused: %s%s", kind, exc, more)
+        self._logged[kind] = (now + REFUSAL_LOG_INTERVAL, 0)
 
     def register(self, producers: ProducerTable) -> None:
         own = self.name.comps
@@ -88,6 +107,8 @@ class ReductionService:
             body = {"code": "ok", "group": desc.group, "version": desc.version}
             return self.key.sign(Data(interest.name, msgpack.packb(body), freshness_ms=0))
         except ReductionError as exc:
+            if exc.code == 507:
+                self._log_refusal("group announcement", exc)
             return self.key.sign(error_data(interest.name, str(exc.code), f"{self.node_id}: {exc}"))
 
     def _remote_contribution(self, interest: Interest) -> Data:
@@ -101,17 +122,22 @@ class ReductionService:
                 raise ReductionError(400, f"malformed Data: {exc}") from None
             if not isinstance(data, Data) or data.name.comps[:4] != interest.name.comps[:4]:
                 raise ReductionError(400, "the parameters must be the member's contribution Data")
-            answer = Data(interest.name, msgpack.packb({"added": int(self.contribute(data))}), freshness_ms=0)
+            answer = Data(interest.name, msgpack.packb({"added": int(self.contribute(data, local=False))}),
+                          freshness_ms=0)
         except ReductionError as exc:
+            if exc.code == 507:
+                self._log_refusal("remote contribution", exc)
             answer = error_data(interest.name, str(exc.code), f"{self.node_id}: {exc}")
         return self.key.sign(answer)
 
     # --- operations (local clients, through management) -------------------------------------
-    def contribute(self, data: Data) -> bool:
+    def contribute(self, data: Data, *, local: bool = True) -> bool:
         """Store a member's contribution segment and answer anyone waiting for it.
+        `local`: from this node's own clients (management), not handed over by
+        another node.
 
         Raises `ReductionError` for a contribution the node refuses."""
-        added = self.contrib.add(data)
+        added = self.contrib.add(data, local=local)
         if added and self.contrib.take_pending(data, self._clock()):
             self._deliver(data)
         return added

@@ -7,7 +7,7 @@ import pytest
 from icnd.codec import full_name
 from icnd.core.tables.fib import TableFull
 from icnd.core.fw.forwarder import Forwarder
-from icnd.core.tables.pit import OutRecord, Pit
+from icnd.core.tables.pit import OutRecord, Pit, PitFull
 from icnd.name import Name
 from icnd.packet import Data, Interest
 
@@ -309,3 +309,88 @@ def test_forwarder_entry_does_not_outlive_remaining_in_records_after_face_down()
         f"entry still pending at t={now} with expiry {entry.expiry} although "
         f"its last in-record expired at {last_in_record}"
     )
+
+
+# --- local reserve, fair shares, parameter bytes (issue 15: D3, D4) ------------------
+
+
+def test_local_reserve_is_kept_for_local_faces():
+    pit = Pit(max_entries=100, local_reserve=0.1)
+    pit.local_faces.add(1)
+    assert pit.pool == 90
+    for k in range(90):  # non-local faces 10..19 fill the pool (9 each: under any fair share)
+        e = pit.insert(interest(f"/n/{k}"))
+        pit.add_in_record(e, 10 + k % 10, e.interest, 1.0)
+    e = pit.insert(interest("/n/more"))
+    with pytest.raises(PitFull) as info:
+        pit.add_in_record(e, 10, e.interest, 1.0)
+    assert info.value.counter == "pit_local_reserve"
+    # an existing entry still takes another non-local in-record (no new entry)
+    pit.add_in_record(pit.find(interest("/n/0")), 11, interest("/n/0", nonce=5), 1.0)
+    # the local face has the reserve
+    pit.add_in_record(e, 1, e.interest, 1.0)
+    for k in range(9):
+        le = pit.insert(interest(f"/l/{k}"))
+        pit.add_in_record(le, 1, le.interest, 1.0)
+    assert len(pit) == 100
+    with pytest.raises(PitFull) as info:
+        pit.insert(interest("/l/full"))
+    assert info.value.counter == "pit_full"
+
+
+def test_fair_share_only_above_half_the_pool():
+    pit = Pit(max_entries=200, local_reserve=0.0)  # pool 200, calm below 100 entries
+    for k in range(100):  # one face alone, below half: no fair share
+        e = pit.insert(interest(f"/a/{k}"))
+        pit.add_in_record(e, 10, e.interest, 1.0)
+    assert pit.face_records(10) == 100
+    e = pit.insert(interest("/a/over"))  # above half: face 10's share is 200 // (1 + 1) = 100
+    with pytest.raises(PitFull) as info:
+        pit.add_in_record(e, 10, e.interest, 1.0)
+    assert info.value.counter == "pit_fair_share"
+    pit.add_in_record(e, 11, e.interest, 1.0)  # another face is welcome
+
+
+def test_parameter_bytes_are_bounded_and_released():
+    pit = Pit(max_bytes=1000, max_bytes_per_face=300, local_reserve=0.1)
+    pit.local_faces.add(1)
+
+    def with_params(uri: str, n: int, nonce: int = 1) -> Interest:
+        return Interest(Name(uri), nonce=nonce, app_params=b"x" * n)
+
+    a = pit.insert(with_params("/a", 200))
+    pit.add_in_record(a, 10, a.interest, 1.0)
+    assert pit.bytes_used == 200 and pit.face_bytes == {10: 200}
+    b = pit.insert(with_params("/b", 200))
+    with pytest.raises(PitFull) as info:  # face 10 would hold 400 > 300
+        pit.add_in_record(b, 10, b.interest, 1.0)
+    assert info.value.counter == "pit_bytes_full" and pit.bytes_used == 200
+    pit.add_in_record(b, 1, b.interest, 1.0)  # a local face: only the global bound
+    # a retransmission replaces the entry's Interest and is not counted twice
+    again = with_params("/a", 200, nonce=2)
+    pit.add_in_record(a, 10, again, 2.0)
+    assert a.interest is again and pit.bytes_used == 400
+    # another face aggregates; when the first face's record goes, the entry
+    # holds the remaining record's Interest
+    other = with_params("/a", 200, nonce=3)
+    pit.add_in_record(a, 11, other, 2.0)
+    assert pit.bytes_used == 600
+    pit.remove_in_record(a, 10)
+    assert a.interest is other and pit.bytes_used == 400 and pit.face_bytes == {1: 200, 11: 200}
+    pit.remove(a)
+    pit.remove(b)
+    assert pit.bytes_used == 0 and pit.face_bytes == {}
+
+
+def test_local_reserve_of_parameter_bytes():
+    pit = Pit(max_bytes=1000, max_bytes_per_face=10_000, local_reserve=0.2)
+    pit.local_faces.add(1)
+    assert pit.bytes_pool == 800
+    for k, face in enumerate((10, 11, 12, 13)):
+        e = pit.insert(Interest(Name(f"/p/{k}"), app_params=b"x" * 200))
+        pit.add_in_record(e, face, e.interest, 1.0)
+    e = pit.insert(Interest(Name("/p/more"), app_params=b"x" * 100))
+    with pytest.raises(PitFull):
+        pit.add_in_record(e, 14, e.interest, 1.0)
+    pit.add_in_record(e, 1, e.interest, 1.0)
+    assert pit.bytes_used == 900

@@ -209,6 +209,24 @@ def test_publish_and_fetch_a_multi_segment_object(node, tmp_path):
     assert r.returncode == 1 and "segment size" in one_line_error(r)
 
 
+def test_fetch_output_is_all_or_nothing(node, tmp_path):
+    """D13 (issue #15): -o writes a temporary file beside FILE and renames it on
+    success; a failed fetch leaves FILE as it was and no temporary file."""
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    out = out_dir / "keep.bin"
+    out.write_bytes(b"previous")
+    r = icnd("fetch", "/demo/never-published", "-o", str(out), "--timeout", "1", "--socket", str(node.sock))
+    assert r.returncode == 1
+    one_line_error(r)
+    assert out.read_bytes() == b"previous" and os.listdir(out_dir) == ["keep.bin"]
+    r = icnd("publish", "/demo/atomic", "-", "--socket", str(node.sock), input=b"new contents")
+    assert r.returncode == 0, r.stderr.decode()
+    r = icnd("fetch", "/demo/atomic", "-o", str(out), "--socket", str(node.sock))
+    assert r.returncode == 0, r.stderr.decode()
+    assert out.read_bytes() == b"new contents" and os.listdir(out_dir) == ["keep.bin"]
+
+
 def test_ping_own_prefix_and_counters(node):
     before = icnd_json("status", sock=node.sock)["counters"]
     r = icnd("ping", "/node/t", "-c", "3", "-i", "0.05", "--socket", str(node.sock))

@@ -55,6 +55,7 @@ best-route path with the general one.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
@@ -85,6 +86,7 @@ from icnd.packet import (
 SUPPRESS_INITIAL = 0.010  # retransmission suppression, doubles per retransmission
 SUPPRESS_MAX = 0.250
 DNL_SWEEP_INTERVAL = 1.0
+REFUSAL_LOG_INTERVAL = 10.0  # a kind of PIT refusal is logged at most once per this many seconds
 UNCACHED_TYPES = frozenset({ContentType.NACK, ContentType.ERROR, ContentType.THUNK, ContentType.PARTIAL})
 # A name whose greatest component is >= this has a component of type >= T_RNP
 # (components compare by type byte first): the one reflexive test per packet.
@@ -120,6 +122,9 @@ class Counters:
     pit_expired: int = 0
     pit_satisfied: int = 0
     pit_full: int = 0
+    pit_local_reserve: int = 0  # a non-local face met the PIT's local reserve
+    pit_fair_share: int = 0  # a non-local face met its fair share of the PIT
+    pit_bytes_full: int = 0  # a PIT bound in Interest parameter bytes
     duplicate_nonces: int = 0
     dead_nonce_hits: int = 0
     retx_suppressed: int = 0
@@ -147,6 +152,7 @@ class Counters:
 
 
 COUNTER_NAMES = tuple(f.name for f in fields(Counters))
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -169,6 +175,9 @@ class Forwarder:
         cs_capacity_bytes: int = 64 * 1024 * 1024,
         pit_max_entries: int = 100_000,
         pit_max_per_face: int = 50_000,
+        pit_local_reserve: float = 0.1,
+        pit_max_bytes: int = 256 * 1024 * 1024,
+        pit_max_bytes_per_face: int = 64 * 1024 * 1024,
         fib_max_entries: int = 1_000_000,
         dnl_lifetime: float = 6.0,
         dnl_capacity: int = 65536,
@@ -178,9 +187,14 @@ class Forwarder:
         hooks: Mapping[bytes, NamespaceHandler] | None = None,
     ) -> None:
         """`hooks`: namespace handlers by first name component (wire form),
-        see `icnd.core.hooks`."""
+        see `icnd.core.hooks`.  `pit_local_reserve`: the share of the PIT's
+        entries and parameter bytes only local faces may use
+        (`icnd.core.tables.pit`)."""
         self.fib = Fib(max_entries=fib_max_entries)
-        self.pit = Pit(max_entries=pit_max_entries, max_per_face=pit_max_per_face)
+        self.pit = Pit(max_entries=pit_max_entries, max_per_face=pit_max_per_face,
+                       local_reserve=pit_local_reserve, max_bytes=pit_max_bytes,
+                       max_bytes_per_face=pit_max_bytes_per_face)
+        self._refusals_logged: dict[str, tuple[float, int]] = {}  # counter -> (logged at, its value then)
         self.cs = ContentStore(cs_capacity_bytes)
         self.dnl = DeadNonceList(dnl_lifetime, dnl_capacity)
         self._dnl_ms = dnl_lifetime * 1000
@@ -206,18 +220,24 @@ class Forwarder:
         for i, handler in enumerate(self._handlers):
             face = HOOK_FACE - i
             self.faces[face] = FaceInfo(True)
+            self.pit.local_faces.add(face)
             self._hook_faces[face] = handler
             handler.attach(self, face)
 
     # --- faces ----------------------------------------------------------------
     def add_face(self, face: int, *, local: bool = False) -> None:
         self.faces[face] = FaceInfo(local)
+        if local:
+            self.pit.local_faces.add(face)
+        else:
+            self.pit.local_faces.discard(face)
 
     def on_face_down(self, face: int, now: float = 0.0) -> list[Send]:
         """Forget a face: its routes, its in-records and out-records, and its
         place in reflexive entries (an entry whose last consumer face it was
         goes, with its trigger Interest's PIT entry)."""
         self.faces.pop(face, None)
+        self.pit.local_faces.discard(face)
         self.fib.remove_face(face)
         self.rf.remove_face(face)
         self.strategies.face_down(face)
@@ -371,8 +391,7 @@ class Forwarder:
         try:
             entry = pit.insert(interest)
         except TableFull as exc:
-            self.counters.pit_full += 1
-            self._nack(face, interest, NackReason.CONGESTION, str(exc))
+            self._pit_refused(face, interest, exc, now)
             return
         ms = interest.lifetime_ms  # _add_in_record, inlined: the hot path
         expiry = now + (ms / 1000.0 if MIN_LIFETIME_MS <= ms <= MAX_LIFETIME_MS else clamp_lifetime(ms))
@@ -380,8 +399,7 @@ class Forwarder:
             pit.add_in_record(entry, face, interest, expiry)
         except TableFull as exc:
             pit.remove(entry)
-            self.counters.pit_full += 1
-            self._nack(face, interest, NackReason.CONGESTION, str(exc))
+            self._pit_refused(face, interest, exc, now)
             return
         # _schedule_expiry, inlined: a new entry has no timer yet
         entry.timer_at = expiry
@@ -414,8 +432,7 @@ class Forwarder:
         try:
             entry = self.pit.insert(interest)
         except TableFull as exc:
-            self.counters.pit_full += 1
-            self._nack(face, interest, NackReason.CONGESTION, str(exc))
+            self._pit_refused(face, interest, exc, now)
             return None
         if not self._add_in_record(entry, face, interest, now):
             self.pit.remove(entry)
@@ -426,11 +443,25 @@ class Forwarder:
         try:
             self.pit.add_in_record(entry, face, interest, now + clamp_lifetime(interest.lifetime_ms))
         except TableFull as exc:
-            self.counters.pit_full += 1
-            self._nack(face, interest, NackReason.CONGESTION, str(exc))
+            self._pit_refused(face, interest, exc, now)
             return False
         self._schedule_expiry(entry)
         return True
+
+    def _pit_refused(self, face: int, interest: Interest, exc: TableFull, now: float) -> None:
+        """A PIT bound refused `interest`: count it by its kind (`PitFull.counter`),
+        Nack it *congestion*, and log the kind at most once per
+        `REFUSAL_LOG_INTERVAL` (with how many since the last line)."""
+        kind = getattr(exc, "counter", "pit_full")
+        c = self.counters
+        total = getattr(c, kind) + 1
+        setattr(c, kind, total)
+        last = self._refusals_logged.get(kind)
+        if last is None or now - last[0] >= REFUSAL_LOG_INTERVAL:
+            log.warning("PIT refused an Interest from face %d (%s: %d since the last report): %s",
+                        face, kind, total - (last[1] if last else 0), exc)
+            self._refusals_logged[kind] = (now, total)
+        self._nack(face, interest, NackReason.CONGESTION, str(exc))
 
     def _schedule_expiry(self, entry: PitEntry) -> None:
         """Make sure a timer fires at `entry.expiry`; a later one becomes stale."""

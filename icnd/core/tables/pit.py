@@ -15,6 +15,21 @@ Invariants:
 - at most ``max_entries`` entries in all (`insert` raises `TableFull`) and
   ``max_per_face`` in-records per downstream face (`per_face`, a
   `FaceQuota`: `add_in_record` raises `TableFull`);
+- local faces keep headroom (`local_faces`, kept by the forwarder): a
+  non-local face may not create an entry beyond ``pool = max_entries -
+  int(max_entries * local_reserve)``, and while the PIT holds more than half the pool a
+  non-local face holds at most its fair share of in-records, ``max(FAIR_FLOOR,
+  pool // (faces holding in-records + 1))`` (the ``+ 1`` leaves a
+  newcomer room); these checks run only above half the pool, so normal
+  traffic pays one comparison per new in-record;
+- the application parameters the in-records' Interests carry are counted
+  in bytes (`bytes_used`, `face_bytes`, a face -> bytes dict holding no
+  zero): at most ``max_bytes`` in all, of which a non-local face may use
+  at most ``bytes_pool`` (the same reserve taken off) together and ``max_bytes_per_face``
+  (and, above half that pool, its fair share) each.  ``entry.interest`` is
+  always the Interest of one of the entry's in-records (or of none once the
+  last went), so the counted bytes are the bytes held.  Every refusal is a
+  `PitFull` naming the forwarder counter it feeds;
 - `prefix_entries` counts can_be_prefix entries and `digest_entries`
   entries whose name ends in an implicit digest, so Data matching skips the
   prefix and digest probes when there are none.
@@ -99,14 +114,48 @@ class PitEntry:
             self.expiry = until
 
 
+FAIR_FLOOR = 16  # in-records a non-local face may always hold (within the pool)
+FAIR_FLOOR_BYTES = 1024 * 1024  # parameter bytes likewise
+
+
+class PitFull(TableFull):
+    """A PIT bound refused an entry or in-record; `counter` names the
+    forwarder counter that counts it (``pit_full``, ``pit_local_reserve``,
+    ``pit_fair_share``, ``pit_bytes_full``)."""
+
+    def __init__(self, counter: str, message: str) -> None:
+        super().__init__(message)
+        self.counter = counter
+
+
+def _params_len(interest: Interest) -> int:
+    p = interest.app_params
+    return len(p) if p else 0
+
+
 class Pit:
-    def __init__(self, max_entries: int = 100_000, max_per_face: int = 50_000) -> None:
+    def __init__(self, max_entries: int = 100_000, max_per_face: int = 50_000, *,
+                 local_reserve: float = 0.1, max_bytes: int = 256 * 1024 * 1024,
+                 max_bytes_per_face: int = 64 * 1024 * 1024) -> None:
+        """`local_reserve`: the share (0..0.9) of `max_entries` and of
+        `max_bytes` only local faces may use."""
+        if not 0.0 <= local_reserve <= 0.9:
+            raise ValueError(f"local_reserve must be within 0..0.9, not {local_reserve}")
         self.max_entries = max_entries
         self.by_name: dict[tuple[bytes, ...], list[PitEntry]] = {}
         self.prefix_entries = 0
         self.digest_entries = 0
         self.per_face = FaceQuota(max_per_face, "pending Interests")
         self._count = 0
+        self.local_faces: set[int] = set()
+        # entries non-local faces may fill; above `_calm` the slow admission checks run
+        self.pool = max_entries - int(max_entries * local_reserve)
+        self._calm = self.pool // 2
+        self.max_bytes = max_bytes
+        self.max_bytes_per_face = max_bytes_per_face
+        self.bytes_pool = max_bytes - int(max_bytes * local_reserve)
+        self.bytes_used = 0
+        self.face_bytes: dict[int, int] = {}
 
     def __len__(self) -> int:
         return self._count
@@ -126,7 +175,7 @@ class Pit:
 
     def insert(self, interest: Interest) -> PitEntry:
         if self._count >= self.max_entries:
-            raise TableFull(f"PIT is full ({self.max_entries} entries)")
+            raise PitFull("pit_full", f"PIT is full ({self.max_entries} entries)")
         entry = PitEntry(interest)
         comps = interest.name.comps
         self.by_name.setdefault(comps, []).append(entry)
@@ -143,22 +192,86 @@ class Pit:
             per_face = self.per_face  # FaceQuota.take, inlined: every new Interest comes here
             held = per_face.get(face, 0)
             if held >= per_face.limit:
-                raise per_face.full(face)
+                raise PitFull("pit_full", f"face {face} has {per_face.limit} pending Interests")
+            if self._count > self._calm:  # the slow path: local reserve and fair shares
+                self._admit(entry, face, held)
+            if interest.app_params:
+                self._take_bytes(face, len(interest.app_params))
             per_face[face] = held + 1
             entry.in_records[face] = InRecord(interest.nonce, expiry, interest)
             if expiry > entry.expiry:
                 entry.expiry = expiry
         else:
+            old = record.interest
+            if old.app_params or interest.app_params:
+                grow = _params_len(interest) - _params_len(old)
+                if grow > 0:
+                    self._take_bytes(face, grow)
+                elif grow < 0:
+                    self._release_bytes(face, -grow)
+            if old is entry.interest:  # same name and selectors: hold one Interest, not two
+                entry.interest = interest
             record.nonce = interest.nonce
             record.expiry = expiry
             record.interest = interest
             entry.expiry = max(r.expiry for r in entry.in_records.values())
 
+    def _admit(self, entry: PitEntry, face: int, held: int) -> None:
+        """Above half the pool: a non-local face may not take the local
+        reserve nor more than its fair share (`PitFull` otherwise)."""
+        if face in self.local_faces:
+            return
+        if not entry.in_records and self._count > self.pool:  # `insert` counted this entry
+            raise PitFull("pit_local_reserve",
+                          f"PIT is full for non-local faces ({self.pool} of {self.max_entries} entries; "
+                          "the rest is reserved for local faces)")
+        share = max(FAIR_FLOOR, self.pool // (len(self.per_face) + 1))
+        if held >= share:
+            raise PitFull("pit_fair_share",
+                          f"face {face} has its fair share of the PIT ({held} pending Interests)")
+
+    def _take_bytes(self, face: int, n: int) -> None:
+        """Count `n` more parameter bytes for `face`, or raise `PitFull`."""
+        used = self.bytes_used
+        held = self.face_bytes.get(face, 0)
+        if face in self.local_faces:
+            if used + n > self.max_bytes:
+                raise PitFull("pit_bytes_full",
+                              f"PIT holds {used} bytes of Interest parameters (bound {self.max_bytes})")
+        else:
+            pool = self.bytes_pool
+            if used + n > pool:
+                raise PitFull("pit_bytes_full",
+                              f"PIT holds {used} bytes of Interest parameters (non-local faces' bound {pool}; "
+                              "the rest is reserved for local faces)")
+            if held + n > self.max_bytes_per_face:
+                raise PitFull("pit_bytes_full",
+                              f"face {face} holds {held} bytes of Interest parameters in the PIT "
+                              f"(bound {self.max_bytes_per_face})")
+            if used + n > pool // 2 and held + n > max(FAIR_FLOOR_BYTES, pool // (len(self.face_bytes) + 1)):
+                raise PitFull("pit_fair_share",
+                              f"face {face} has its fair share of the PIT's parameter bytes ({held} bytes)")
+        self.bytes_used = used + n
+        self.face_bytes[face] = held + n
+
+    def _release_bytes(self, face: int, n: int) -> None:
+        self.bytes_used -= n
+        left = self.face_bytes[face] - n
+        if left:
+            self.face_bytes[face] = left
+        else:
+            del self.face_bytes[face]
+
     def remove_in_record(self, entry: PitEntry, face: int) -> None:
-        if entry.in_records.pop(face, None) is not None:
+        record = entry.in_records.pop(face, None)
+        if record is not None:
             self.per_face.release(face)
+            if record.interest.app_params:
+                self._release_bytes(face, len(record.interest.app_params))
             if entry.in_records:
                 entry.expiry = max(r.expiry for r in entry.in_records.values())
+                if record.interest is entry.interest:  # keep holding only counted Interests
+                    entry.interest = next(iter(entry.in_records.values())).interest
 
     def remove(self, entry: PitEntry) -> None:
         if entry.removed:
@@ -182,6 +295,10 @@ class Pit:
                 per_face[face] = left
             else:
                 del per_face[face]
+        if self.bytes_used:  # parameter bytes: only while some are held
+            for face, record in entry.in_records.items():
+                if record.interest.app_params:
+                    self._release_bytes(face, len(record.interest.app_params))
         entry.in_records.clear()
         entry.out_records.clear()
 
