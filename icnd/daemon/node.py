@@ -71,6 +71,7 @@ from icnd.endpoint import resolve_socket_path
 from icnd.errors import DecodeError, Error
 from icnd.faces import (
     Face,
+    FaceLimits,
     Listener,
     LinkService,
     NothingToDeliver,
@@ -250,21 +251,22 @@ class Node:
             raise StartupError(f"identity in {data_dir}: {exc}") from None
         self.keychain.add_signing_key(self.key)
 
+    def _face_limits(self) -> FaceLimits:
+        """What the peers of one listener may make the node hold (issue #15, D1/D2)."""
+        cfg, mib = self.config, 1024 * 1024
+        return FaceLimits(
+            max_connections=cfg.stream_max_connections, max_per_source=cfg.stream_max_per_source,
+            unix_max_connections=cfg.unix_max_connections, frame_timeout=cfg.stream_frame_timeout_s,
+            udp_max_faces=cfg.udp_max_faces, reassembly_bytes=max(1, int(cfg.udp_reassembly_mb * mib)),
+            reassembly_per_source=max(1, int(cfg.udp_reassembly_per_source_mb * mib)))
+
     async def _listen(self, uri: str) -> None:
         try:
             parsed = parse_face_uri(uri)
         except ValueError as exc:
             raise StartupError(str(exc)) from None
         try:
-            from icnd.faces import FaceLimits  # D1/D2: what peers of a listener may hold
-
-            cfg, mib = self.config, 1024 * 1024
-            limits = FaceLimits(
-                max_connections=cfg.stream_max_connections, max_per_source=cfg.stream_max_per_source,
-                unix_max_connections=cfg.unix_max_connections, frame_timeout=cfg.stream_frame_timeout_s,
-                udp_max_faces=cfg.udp_max_faces, reassembly_bytes=max(1, int(cfg.udp_reassembly_mb * mib)),
-                reassembly_per_source=max(1, int(cfg.udp_reassembly_per_source_mb * mib)))
-            listener = await open_listener(parsed, on_new_face=self._on_new_face, limits=limits)
+            listener = await open_listener(parsed, on_new_face=self._on_new_face, limits=self._face_limits())
         except OSError as exc:
             reason = exc.strerror or str(exc)
             raise StartupError(f"cannot listen on {uri}: {reason}") from None
@@ -299,7 +301,7 @@ class Node:
                 raise StartupError(f"cannot listen on {uri}: cannot create {directory}: "
                                    f"{exc.strerror or exc}") from None
         try:
-            listener = await open_ndn_listener(parsed, on_new_face=self._on_new_face)
+            listener = await open_ndn_listener(parsed, on_new_face=self._on_new_face, limits=self._face_limits())
         except OSError as exc:
             hint = ""
             if exc.errno == errno.EADDRINUSE and parsed.scheme == "tcp":

@@ -30,7 +30,7 @@ from dataclasses import replace
 from typing import Any
 
 from icnd.errors import DecodeError
-from icnd.faces.base import Face, OnNewFace
+from icnd.faces.base import DEFAULT_LIMITS, Face, FaceLimits, OnNewFace
 from icnd.faces.service import LinkService, NothingToDeliver, Unsendable
 from icnd.faces.stream import (
     DEFAULT_MAX_SEND_QUEUE,
@@ -100,16 +100,18 @@ def _is_loopback(host: str) -> bool:
     return addr.is_loopback
 
 
-async def open_ndn_listener(uri: str | FaceUri, *, on_new_face: OnNewFace, backlog: int = 128) -> NdnStreamListener:
-    """Listen for NDN applications on ``unix:///path`` or ``tcp://HOST:PORT`` (default port 6363)."""
+async def open_ndn_listener(uri: str | FaceUri, *, on_new_face: OnNewFace, backlog: int = 128,
+                            limits: FaceLimits = DEFAULT_LIMITS) -> NdnStreamListener:
+    """Listen for NDN applications on ``unix:///path`` or ``tcp://HOST:PORT`` (default port 6363),
+    with the connection limits of icnd's own stream listeners."""
     parsed = parse_face_uri(uri) if isinstance(uri, str) else uri
     if parsed.scheme not in ("unix", "tcp"):
         raise ValueError(f"an NDN listener is unix:///path or tcp://HOST:PORT, not {parsed}")
     # Same socket set-up as icnd's own stream listeners (stale Unix socket
     # files replaced, live ones refused, SO_REUSEADDR, dual-stack IPv6);
     # only the faces it makes differ.
-    plain = await open_stream_listener(parsed, on_new_face=on_new_face, backlog=backlog)
-    return NdnStreamListener(plain._sock, parsed, on_new_face)
+    plain = await open_stream_listener(parsed, on_new_face=on_new_face, backlog=backlog, limits=limits)
+    return NdnStreamListener(plain._sock, parsed, on_new_face, limits=limits)
 
 
 

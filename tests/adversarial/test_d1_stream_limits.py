@@ -172,3 +172,23 @@ async def test_the_local_unix_listener_has_its_own_budget() -> None:
         await unix.aclose()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+async def test_ndn_listeners_have_the_same_connection_limits() -> None:
+    from icnd.ndn.face import NdnStreamFace, open_ndn_listener
+
+    faces: list[Face] = []
+    limits = FaceLimits(max_connections=5, max_per_source=2, frame_timeout=7.0)
+    listener = await open_ndn_listener("tcp://127.0.0.1:0", on_new_face=faces.append, limits=limits)
+    port = _port(listener)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(listener.run)
+        socks = [await _connect(port, "127.0.0.1") for _ in range(3)]
+        await _wait(lambda: listener.counters.connections_refused_source == 1)
+        assert len(faces) == 2 and all(type(f) is NdnStreamFace for f in faces)
+        assert all(f.frame_timeout == 7.0 for f in faces)
+        assert await _peer_closed(socks[2])
+        for s in socks:
+            s.close()
+        nursery.cancel_scope.cancel()
+    await listener.aclose()
