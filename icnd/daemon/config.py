@@ -98,6 +98,7 @@ class NodeConfig:
     aggregate_max_mb: float = 256.0  # aggregation buffers in the forwarder
     aggregate_max_entries: int = 1024  # aggregations in progress
     aggregate_max_rounds: int = 16  # concurrent rounds per group
+    aggregate_face_max_rounds: int = 8  # ... of which one non-local face may start (a quarter kept local)  [D11]
     default_strategy: str = "best-route"
     strategies: dict[str, str] = field(default_factory=dict)  # prefix -> strategy
 
@@ -287,7 +288,8 @@ def validate(cfg: NodeConfig, origin: str = "<config>") -> None:
     for where, strategy in [("default_strategy", cfg.default_strategy), *cfg.strategies.items()]:
         if strategy not in STRATEGIES:
             raise ConfigError(f"{origin}: {where}: unknown strategy {strategy!r}; known: {', '.join(sorted(STRATEGIES))}")
-    for key in ("contrib_store_mb", "aggregate_max_mb", "aggregate_max_entries", "aggregate_max_rounds"):
+    for key in ("contrib_store_mb", "aggregate_max_mb", "aggregate_max_entries", "aggregate_max_rounds",
+                "aggregate_face_max_rounds"):
         if getattr(cfg, key) <= 0:
             raise ConfigError(f"{origin}: {key} must be > 0")
     if cfg.pit_max_entries <= 0:

@@ -136,6 +136,7 @@ class Node:
             max_entries=config.aggregate_max_entries,
             max_bytes=int(config.aggregate_max_mb * 1024 * 1024),
             max_rounds=config.aggregate_max_rounds,
+            face_max_rounds=config.aggregate_face_max_rounds,
         )
         self.fw = Forwarder(
             cs_capacity_bytes=int(config.cs_capacity_mb * 1024 * 1024),

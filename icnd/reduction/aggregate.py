@@ -20,7 +20,11 @@ descriptor and, for a sub-request, the member subset it covers
    member is ever counted twice, whatever the topology.
 3. The answers are combined in place into an aggregation-table entry
    (`AstEntry`, bounded: ``max_entries``, ``max_bytes``, ``max_rounds`` per
-   group; over them the request is Nacked *congestion*).  Each answer's
+   group; over them the request is Nacked *congestion*).  A group's rounds
+   are shared: a round started by a non-local face counts against that
+   face's share (``face_max_rounds`` per group), and non-local faces may not
+   start the last ``local_reserve_rounds`` rounds, kept for local requesters
+   (refusals counted: ``agg_round_share``, ``agg_round_reserve``).  Each answer's
    contributors must lie inside its child's subset and be disjoint from what
    was already combined; dtype and shape must agree (a mismatch is an error
    naming the odd members, never a cast); NaN/Inf and integer overflow are
@@ -30,6 +34,8 @@ descriptor and, for a sub-request, the member subset it covers
    rendezvous signs it with the node's key) or, at the deadline with members
    missing, a flagged partial (content type PARTIAL, never cached) if the
    request allows partials, else a Nack *not-yet* naming the missing members.
+   A partial request may name members known missing (``exclude``, from an
+   earlier segment): they are not asked, so the segment answers at once.
 
 Timers: an entry's deadline is its request's expiry less a margin (10% of
 the remaining lifetime, 50 ms..1 s), and no later than the group's
@@ -55,6 +61,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -87,8 +94,9 @@ AGG_COUNTERS = (
     "agg_requests", "agg_forwarded", "agg_relayed", "agg_entries", "agg_roots", "agg_children", "agg_child_data",
     "agg_combined", "agg_results", "agg_partials", "agg_incomplete", "agg_errors", "agg_retransmissions",
     "agg_congestion", "agg_malformed", "agg_rejected", "agg_duplicates", "agg_late", "agg_paced",
-    "agg_internal_errors",
+    "agg_internal_errors", "agg_round_share", "agg_round_reserve",
 )
+REFUSAL_LOG_INTERVAL = 10.0  # seconds between log lines for one kind of refusal
 
 _digest = DigestKey()
 
@@ -135,6 +143,10 @@ class AstEntry:
     created: float = 0.0
     congested: str = ""  # why the entry had to give up for lack of buffers
     done: bool = False
+    # members of failed children that the child's not-yet did not name as missing
+    # (they contributed below): the entry's own not-yet does not blame them [D12]
+    not_blamed: set[int] = field(default_factory=set)
+    origin: int | None = None  # the non-local face whose request started it (None: a local face)
 
     def pending(self) -> list[Child]:
         return [c for c in self.children.values() if c.state == "pending"]
@@ -146,17 +158,27 @@ class Aggregator:
     fw: Forwarder  # set by `attach`
 
     def __init__(self, *, node_name: str | None = None, max_entries: int = 1024,
-                 max_bytes: int = 512 * 1024 * 1024, max_rounds: int = 16) -> None:
+                 max_bytes: int = 512 * 1024 * 1024, max_rounds: int = 16,
+                 face_max_rounds: int | None = None, local_reserve_rounds: int | None = None) -> None:
+        """`face_max_rounds`: rounds of one group a non-local face may start
+        (default: half of `max_rounds`); `local_reserve_rounds`: rounds of a
+        group only local faces may start (default: a quarter of `max_rounds`,
+        at least 1 when `max_rounds` > 1)."""
         self.face = HOOK_FACE  # its hook face on `fw` (set again by `attach`)
         self.node_name = node_name  # this node's name (``/node/<name>``); None: aggregates no local members
         self.signer: Callable[[Data], Data] = _digest.sign  # signs complete aggregates made here
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.max_rounds = max_rounds
+        self.face_max_rounds = max(1, max_rounds // 2) if face_max_rounds is None else face_max_rounds
+        if local_reserve_rounds is None:
+            local_reserve_rounds = max(1, max_rounds // 4) if max_rounds > 1 else 0
+        self.local_reserve_rounds = min(local_reserve_rounds, max_rounds - 1)
+        self._logged: dict[str, float] = {}  # refusal kind -> when last logged
         self.entries: dict[tuple[bytes, ...], AstEntry] = {}
         self.children: dict[tuple[bytes, ...], Child] = {}
         # requests to aggregate here (from `route`), and what the pipelines sent to the hook face
-        self.inbox: collections.deque[tuple[PitEntry, ReduceRequest, Interest] | Packet] = collections.deque()
+        self.inbox: collections.deque[tuple[PitEntry, ReduceRequest, Interest, int] | Packet] = collections.deque()
         self.bytes_used = 0
         self.counters = dict.fromkeys(AGG_COUNTERS, 0)
         self._requests: collections.OrderedDict[bytes, ReduceRequest] = collections.OrderedDict()
@@ -164,6 +186,8 @@ class Aggregator:
         self.window = CHILD_WINDOW
         self._inflight: dict[int, int] = {}  # next hop -> sub-requests outstanding on it
         self._waiting: dict[int, collections.deque[Child]] = {}  # next hop -> sub-requests queued
+        # ... of aggregations local requesters started: they go first
+        self._waiting_local: dict[int, collections.deque[Child]] = {}
 
     # --- the namespace-handler protocol (icnd.core.hooks) --------------------------------
     def attach(self, fw: Forwarder, face: int) -> None:
@@ -205,7 +229,7 @@ class Aggregator:
                 fw.send_interest(entry, next(iter(remote)), interest, now)
                 return
         fw.record_out(entry, self.face, interest, now)
-        self.inbox.append((entry, req, interest))
+        self.inbox.append((entry, req, interest, in_face))
 
     def _toward_rendezvous(self, entry: PitEntry, in_face: int, interest: Interest, req: ReduceRequest,
                            now: float) -> None:
@@ -276,7 +300,7 @@ class Aggregator:
             item = inbox.popleft()
             try:
                 if isinstance(item, tuple):
-                    self._start(item[0], item[1], item[2], now)
+                    self._start(item[0], item[1], item[2], item[3], now)
                 elif isinstance(item, Data):
                     self._on_child_data(item, now)
                 elif isinstance(item, Nack):
@@ -286,7 +310,8 @@ class Aggregator:
                 log.exception("aggregator: failed on %r", item)
         return True
 
-    def _start(self, pit_entry: PitEntry, req: ReduceRequest, interest: Interest, now: float) -> None:
+    def _start(self, pit_entry: PitEntry, req: ReduceRequest, interest: Interest, in_face: int,
+               now: float) -> None:
         fw = self.fw
         key = pit_entry.comps
         lifetime = _lifetime(interest)
@@ -299,7 +324,9 @@ class Aggregator:
                 self._arm(e)
             self._retransmit_due(e, now)
             return
-        problem = self._admit(req)
+        info = fw.faces.get(in_face)
+        origin = None if info is not None and info.local else in_face
+        problem = self._admit(req, origin, now)
         if problem:
             self.counters["agg_congestion"] += 1
             fw.on_incoming_nack(self.face, Nack(interest.name, interest.nonce, NackReason.CONGESTION,
@@ -309,12 +336,14 @@ class Aggregator:
         if req.subset is None:
             self.counters["agg_roots"] += 1
         e = AstEntry(key, req, interest.nonce, interest.name, now + lifetime, _deadline(req, now, lifetime, now),
-                     created=now)
+                     created=now, origin=origin)
         self.entries[key] = e
         # a sub-request is never split back toward its parent; the rendezvous may
         # send sub-requests down the faces its requesters came from (other names)
         upstream = set(pit_entry.in_records) if req.subset is not None else set()
-        local, remote, unreachable = self.split(req.members(), upstream, req)
+        local, remote, unreachable = self.split(req.asked(), upstream, req)
+        if req.exclude:  # known missing (from an earlier segment): not waited for [D12]
+            e.problems.append(f"{', '.join(req.desc.member_ids(req.exclude))}: missing from an earlier segment")
         child_lifetime = max(10, int((e.deadline - now) * 1000))
         desc = req.desc
         assert self.node_name is not None or not local
@@ -336,16 +365,48 @@ class Aggregator:
             self._send(child, now)
         self._arm(e)
 
-    def _admit(self, req: ReduceRequest) -> str:
+    def _admit(self, req: ReduceRequest, origin: int | None, now: float) -> str:
+        """Why a new aggregation cannot start ("" if it can); `origin`: the
+        non-local face asking (None: a local one).  Runs once per new entry."""
         if len(self.entries) >= self.max_entries:
             return f"aggregation table full ({self.max_entries} entries)"
         if self.bytes_used >= self.max_bytes:
             return f"aggregation buffers full ({self.max_bytes} bytes)"
         group = req.desc.group
-        rounds = {e.request.round for e in self.entries.values() if e.request.desc.group == group}
-        if req.round not in rounds and len(rounds) >= self.max_rounds:
+        rounds: set[int] = set()
+        mine: set[int] = set()  # rounds of the group `origin` started
+        for e in self.entries.values():
+            if e.request.desc.group == group:
+                rounds.add(e.request.round)
+                if origin is not None and e.origin == origin:
+                    mine.add(e.request.round)
+        if req.round in rounds:  # joins a round already in progress
+            return ""
+        if len(rounds) >= self.max_rounds:
             return f"too many concurrent rounds of group {group} ({self.max_rounds})"
+        if origin is None:
+            return ""
+        if len(mine) >= self.face_max_rounds:
+            self.counters["agg_round_share"] += 1
+            why = (f"too many concurrent rounds of group {group} from face {origin} "
+                   f"({self.face_max_rounds}, its share)")
+            self._log_refusal("round_share", why, now)
+            return why
+        reserve = min(self.local_reserve_rounds, self.max_rounds - 1)
+        if len(rounds) >= self.max_rounds - reserve:
+            self.counters["agg_round_reserve"] += 1
+            why = (f"too many concurrent rounds of group {group} ({len(rounds)}; the last "
+                   f"{reserve} are kept for local requesters)")
+            self._log_refusal("round_reserve", why, now)
+            return why
         return ""
+
+    def _log_refusal(self, kind: str, why: str, now: float) -> None:
+        """Log a refusal at most once per `REFUSAL_LOG_INTERVAL` per kind (the counters count them all)."""
+        last = self._logged.get(kind)
+        if last is None or now - last >= REFUSAL_LOG_INTERVAL:
+            self._logged[kind] = now
+            log.warning("aggregator: refused a new round: %s", why)
 
     def _add_child(self, e: AstEntry, interest: Interest, members: tuple[int, ...], face: int | None) -> None:
         key = interest.name.comps
@@ -366,7 +427,8 @@ class Aggregator:
                 if not child.queued:
                     child.queued = True
                     self.counters["agg_paced"] += 1
-                    self._waiting.setdefault(face, collections.deque()).append(child)
+                    queues = self._waiting_local if child.entry.origin is None else self._waiting
+                    queues.setdefault(face, collections.deque()).append(child)
                 return
             self._inflight[face] = self._inflight.get(face, 0) + 1
             child.counted, child.queued = True, False
@@ -386,29 +448,41 @@ class Aggregator:
             self._inflight[face] = left
         else:
             self._inflight.pop(face, None)
-        waiting = self._waiting.get(face)
-        while waiting:
-            nxt = waiting.popleft()
-            e = nxt.entry
-            if nxt.state != "pending" or e.done or not nxt.queued:
-                continue
-            nxt.queued = False
-            remaining = e.deadline - now
-            if remaining < 0.01:
-                continue  # too late: the deadline will count its members as missing
-            old = nxt.interest
-            nxt.interest = Interest(old.name, old.nonce, max(10, int(remaining * 1000)), app_params=old.app_params)
-            self._send(nxt, now)
-            self._arm(e)
-            break
-        if waiting is not None and not waiting:
-            del self._waiting[face]
+        for queues in (self._waiting_local, self._waiting):
+            waiting = queues.get(face)
+            sent = False
+            while waiting:
+                nxt = waiting.popleft()
+                e = nxt.entry
+                if nxt.state != "pending" or e.done or not nxt.queued:
+                    continue
+                nxt.queued = False
+                remaining = e.deadline - now
+                if remaining < 0.01:
+                    continue  # too late: the deadline will count its members as missing
+                old = nxt.interest
+                nxt.interest = Interest(old.name, old.nonce, max(10, int(remaining * 1000)),
+                                        app_params=old.app_params)
+                self._send(nxt, now)
+                self._arm(e)
+                sent = True
+                break
+            if waiting is not None and not waiting:
+                del queues[face]
+            if sent:
+                break
 
     def _retransmit_due(self, e: AstEntry, now: float) -> None:
         for child in e.pending():
             if child.retries >= MAX_RETRIES or child.queued:
                 continue
             if now >= child.sent_at + child.rto:
+                # unanswered within its RTO (lost, or waiting on a straggler): it leaves its
+                # next hop's window to a waiting sub-request and is asked again outside it, so
+                # sub-requests that wait long cannot hold the window [D11]
+                self._release(child, now)
+                if e.done:
+                    return
                 if e.deadline - now < 0.01:  # too late to ask again: wait for the deadline
                     child.retries = MAX_RETRIES
                     continue
@@ -418,7 +492,8 @@ class Aggregator:
                 child.interest = Interest(old.name, new_nonce(), max(10, int((e.deadline - now) * 1000)),
                                           app_params=old.app_params)
                 self.counters["agg_retransmissions"] += 1
-                self._send(child, now)
+                child.sent_at = now
+                self.fw.on_incoming_interest(self.face, child.interest, now)
                 if e.done:
                     return
 
@@ -540,6 +615,10 @@ class Aggregator:
         ids = ", ".join(e.request.desc.member_ids(child.members))
         detail = f": {nack.detail}" if nack.detail else ""
         e.problems.append(f"{ids}: {nack.reason.label}{detail}")
+        if nack.reason == NackReason.NOT_YET and not child.leaf:
+            named = _named_missing(e.request.desc, nack.detail)
+            if named:
+                e.not_blamed.update(i for i in child.members if i not in named)
         if not e.pending():
             self._finish(e, now)
 
@@ -579,8 +658,9 @@ class Aggregator:
         if missing and not (req.partial and e.contributors):
             self.counters["agg_incomplete"] += 1
             why = "; ".join(e.problems) if e.problems else "no answer by the deadline"
+            blamed = (missing - e.not_blamed) or missing  # members below that did contribute are not named
             detail = (f"round {req.round} segment {req.seg} of {desc.group} is incomplete: "
-                      f"no contribution from {', '.join(desc.member_ids(sorted(missing)))} ({why})")
+                      f"no contribution from {', '.join(desc.member_ids(sorted(blamed)))} ({why})")
             fw.on_incoming_nack(self.face, Nack(e.name, e.nonce, NackReason.NOT_YET, detail[:1000]), now)
             return
         assert e.acc is not None and e.layout is not None
@@ -639,6 +719,23 @@ def _deadline(req: ReduceRequest, now: float, lifetime: float, created: float) -
     deadline = now + lifetime - _margin(lifetime)
     cap = req.desc.deadline_ms
     return min(deadline, created + cap / 1000.0) if cap else deadline
+
+
+_INCOMPLETE = re.compile(r" is incomplete: no contribution from (.+?) \(")
+
+
+def _named_missing(desc: Any, detail: str) -> set[int]:
+    """The members a child's not-yet names as missing (empty if it names none we know)."""
+    m = _INCOMPLETE.search(detail)
+    if m is None:
+        return set()
+    named: set[int] = set()
+    for mid in m.group(1).split(", "):
+        try:
+            named.add(desc.index(mid))
+        except (KeyError, ValueError):
+            return set()
+    return named
 
 
 def _error_of(data: Data) -> tuple[str, str, list]:

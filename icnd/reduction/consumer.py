@@ -6,7 +6,9 @@ fetched segment by segment: segment 0 first (it tells the dtype, shape and
 number of segments), then the rest with a window of `window` outstanding
 requests.  Each request's lifetime ends at the call's deadline, and a
 request is re-sent (new nonce, the remaining lifetime) every `RETX`
-seconds, so a retransmission never moves an aggregation's deadline.
+seconds, so a retransmission never moves an aggregation's deadline.  With
+``partial``, segment 0 ends `PARTIAL_RESERVE` of the timeout early and the
+other segments leave out the members it lacked (docs/reduction.md, D12).
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ from icnd.reduction.group import CONSUMER_OPS, GroupDescriptor, contrib_name, re
 from icnd.reduction.segment import SegmentError, SegmentMeta, check_dtype, pack, plan, unpack
 
 RETX = 0.5  # seconds between re-sent aggregate requests
+# with partial=True, the share of the timeout kept after segment 0 for the other
+# segments, which leave out the members segment 0 lacked, so they do not wait [issue #15, D12]
+PARTIAL_RESERVE = 0.25
 WINDOW = 8
 CONTRIBUTE_WINDOW = 4
 CONTRIB_FRESHNESS_MS = 60_000
@@ -204,8 +209,17 @@ async def reduce(ep: Endpoint, group: str, rnd: int, op: str, *, timeout: float,
     desc, wire = await group_descriptor(ep, group, version)
     net_op = "sum" if op == "mean" else op
     fetch = _Fetcher(ep, desc, wire, net_op, rnd, partial, deadline)
-    first = await fetch.segment(0)
+    if partial:  # segment 0 waits for stragglers only so long, leaving time for the other segments
+        try:
+            first = await fetch.segment(0, deadline - PARTIAL_RESERVE * timeout)
+        except Timeout:  # nobody contributed by then: wait for segment 0 until the deadline
+            first = await fetch.segment(0)
+    else:
+        first = await fetch.segment(0)
     meta0 = first[0]
+    if partial and meta0.partial:  # members missing from segment 0 are not waited for again
+        got = set(meta0.members)
+        fetch.exclude = tuple(i for i in range(len(desc.members)) if i not in got)
     dt = np.dtype(meta0.dtype)
     seg_elems, nseg, total = plan(dt, meta0.shape, desc.seg_bytes)
     out = np.empty(total, dtype=dt)
@@ -244,15 +258,18 @@ class _Fetcher:
                  deadline: float) -> None:
         self.ep, self.desc, self.wire, self.op, self.round = ep, desc, wire, op, rnd
         self.partial, self.deadline = partial, deadline
+        self.exclude: tuple[int, ...] = ()  # members known missing (partial only)
 
-    async def segment(self, s: int) -> tuple[SegmentMeta, np.ndarray]:
+    async def segment(self, s: int, deadline: float | None = None) -> tuple[SegmentMeta, np.ndarray]:
         ep, desc = self.ep, self.desc
+        until = self.deadline if deadline is None else min(deadline, self.deadline)
         while True:
-            remaining = self.deadline - trio.current_time()
+            remaining = until - trio.current_time()
             if remaining <= 0.01:
                 raise Timeout(f"{desc.group} round {self.round} segment {s}: no aggregate by the deadline")
             interest = reduce_interest(self.wire, desc.group, self.op, self.round, s, partial=self.partial,
-                                       lifetime_ms=max(10, int(remaining * 1000)))
+                                       lifetime_ms=max(10, int(remaining * 1000)),
+                                       exclude=self.exclude if self.partial else ())
             try:
                 data = await ep.express(interest, timeout=min(remaining, RETX), retx=None)
             except Timeout:

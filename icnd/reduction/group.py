@@ -207,15 +207,22 @@ def aggregate_prefix(group: str, op: str, rnd: int, seg: int) -> Name:
     return Name.from_wire((REDUCE, generic(group), generic(op), _round_comp(rnd), segment(seg)))
 
 
-def request_params(desc_wire: bytes, subset: Sequence[int] | None, partial: bool) -> bytes:
-    return msgpack.packb({"d": desc_wire, "m": list(subset) if subset is not None else None, "p": partial})
+def request_params(desc_wire: bytes, subset: Sequence[int] | None, partial: bool,
+                   exclude: Sequence[int] = ()) -> bytes:
+    params: dict[str, Any] = {"d": desc_wire, "m": list(subset) if subset is not None else None, "p": partial}
+    if exclude:  # only then: the names of requests without it are unchanged
+        params["x"] = list(exclude)
+    return msgpack.packb(params)
 
 
 def reduce_interest(desc_wire: bytes, group: str, op: str, rnd: int, seg: int, *,
                     subset: Sequence[int] | None = None, partial: bool = False, lifetime_ms: int = 4000,
-                    ) -> Interest:
-    return Interest.with_params(aggregate_prefix(group, op, rnd, seg), request_params(desc_wire, subset, partial),
-                                lifetime_ms=lifetime_ms)
+                    exclude: Sequence[int] = ()) -> Interest:
+    """`exclude` (partial requests for the whole aggregate only): members the
+    asker knows are missing (they were missing from an earlier segment of the
+    round); they are not waited for and count as missing [issue #15, D12]."""
+    return Interest.with_params(aggregate_prefix(group, op, rnd, seg),
+                                request_params(desc_wire, subset, partial, exclude), lifetime_ms=lifetime_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,9 +236,17 @@ class ReduceRequest:
     seg: int
     subset: tuple[int, ...] | None  # None: the whole group (a request for the aggregate)
     partial: bool
+    exclude: tuple[int, ...] = ()  # members known missing: not asked, counted missing (partial only)
 
     def members(self) -> tuple[int, ...]:
         return self.subset if self.subset is not None else tuple(range(len(self.desc.members)))
+
+    def asked(self) -> tuple[int, ...]:
+        """The members to ask: `members` less `exclude`."""
+        if not self.exclude:
+            return self.members()
+        skip = set(self.exclude)
+        return tuple(i for i in self.members() if i not in skip)
 
     @classmethod
     def parse(cls, interest: Interest) -> "ReduceRequest":
@@ -278,7 +293,14 @@ class ReduceRequest:
         partial = params.get("p", False)
         if type(partial) is not bool:
             raise ValueError("partial flag must be a boolean")
-        return cls(desc, params["d"], op, int(rnd_text), seg, subset, partial)
+        exclude = params.get("x")
+        if exclude is not None:
+            if (not isinstance(exclude, list) or not exclude or any(type(i) is not int for i in exclude)
+                    or exclude != sorted(set(exclude)) or exclude[0] < 0 or exclude[-1] >= len(desc.members)):
+                raise ValueError("excluded members must be sorted, distinct member indices")
+            if not partial or subset is not None:
+                raise ValueError("excluded members are only for partial requests for the whole aggregate")
+        return cls(desc, params["d"], op, int(rnd_text), seg, subset, partial, tuple(exclude or ()))
 
 
 # --- contribution names ---------------------------------------------------------------------
