@@ -82,6 +82,9 @@ class Client:
         self._served: list[tuple[Name, Handler]] = []
         self._node_name: Name | None = None  # the node's name, once asked
         self.caller = Caller(self)  # this client's identity and sessions as a caller of functions
+        # unverified_retries: answers that failed verification, evicted from the node's cache
+        # and asked for once more past it (icnd.objects.fetch.verified) [issue #15, D8/D14]
+        self.counters: dict[str, int] = {"unverified_retries": 0}
         self.closed = False
 
     # --- plumbing --------------------------------------------------------------------

@@ -345,6 +345,10 @@ class Node:
                 self.started_at = time.time()
                 log.info("node %s ready on %s", self.name, ", ".join(self.listen_uris() + [
                     f"{uri} (NDN)" for uri in self.ndn_listen_uris()]))
+                if not self.config.data_dir:  # [issue #15, D14]; info: a node at log_level "warning" stays quiet
+                    log.info("no --data-dir: this node's identity %s is ephemeral (a new key at every start), "
+                             "so Data it signed before a restart (cached aggregates, manifests) no longer "
+                             "verifies; give it --data-dir to keep its key", self.key.name)
                 self.ready.set()
                 task_status.started(self)
         finally:
@@ -499,6 +503,7 @@ class Node:
         counters.update(self.aggregator.counters)
         counters.update(self.contrib.counters)
         counters.update(self.groups.counters)
+        counters["cs_evicted_unverified"] = self.fw.cs.evicted_unverified
         for listener in self._listeners + self._ndn_listeners:  # D1/D2: connection and reassembly refusals
             for key, value in listener.listener_counters().items():
                 counters[key] = counters.get(key, 0) + value

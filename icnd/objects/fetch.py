@@ -18,6 +18,7 @@ stores and serves (see `icnd.objects.manifest` for the names).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import stat
 import tempfile
@@ -25,7 +26,7 @@ from typing import BinaryIO, Callable, Iterator
 
 import trio
 
-from icnd.codec import MAX_PARAMS_SIZE, encode
+from icnd.codec import MAX_PARAMS_SIZE, encode, full_name, implicit_digest
 from icnd.endpoint import DEFAULT_TIMEOUT, Endpoint
 from icnd.errors import Error, Nacked, NotFound, Timeout, VerificationError, raise_for_error
 from icnd.name import T_VERSION, Name, NameLike
@@ -70,9 +71,58 @@ async def fetch(ep: Endpoint, name: NameLike, *, timeout: float = DEFAULT_TIMEOU
                             must_be_fresh=must_be_fresh)
     data = await ep.express(interest, timeout=timeout)
     if verify:
-        await ep.verify(data, timeout=timeout)
+        data = await verified(ep, interest, data, timeout)
     raise_for_error(data)
     return data
+
+
+async def verified(ep: Endpoint, interest: Interest, data: Data, timeout: float) -> Data:
+    """`data` (the answer to `interest`) if it verifies; else, once, the
+    answer from past the caches: the node evicts that exact Data (by its
+    implicit digest, so a good Data of the same name is kept) and the
+    Interest goes again with MustBeFresh and a new nonce [issue #15, D8].
+    Raises VerificationError if the second answer does not verify either,
+    or is the same bad Data again; never returns unverified data."""
+    try:
+        await ep.verify(data, timeout=timeout)
+        return data
+    except VerificationError:
+        again = await refetch_past_cache(ep, interest, data, timeout)
+        if again is None:
+            raise
+    await ep.verify(again, timeout=timeout)
+    return again
+
+
+async def evict_unverified(ep: Endpoint, data: Data) -> bool:
+    """Ask the node to drop exactly `data` from its Content Store (best effort),
+    before asking again; counted in the endpoint's ``counters`` if it has them."""
+    counters = getattr(ep, "counters", None)
+    if isinstance(counters, dict):
+        counters["unverified_retries"] = counters.get("unverified_retries", 0) + 1
+    command = getattr(ep, "command", None)  # a minimal endpoint (a test's) may have no management
+    if command is None:
+        return False
+    try:
+        result = await command("cs", "evict", name=full_name(data).to_uri(), timeout=2.0)
+    except Error:
+        return False
+    return bool(result and result.get("evicted"))
+
+
+async def refetch_past_cache(ep: Endpoint, interest: Interest, bad: Data, timeout: float) -> Data | None:
+    """After `bad` (an answer to `interest`) failed verification: evict it from
+    the node's Content Store and ask once more, MustBeFresh, with a new nonce.
+    None when the retry brings the same bad Data or no answer."""
+    await evict_unverified(ep, bad)
+    retry = dataclasses.replace(interest, must_be_fresh=True, nonce=Interest(interest.name).nonce)
+    try:
+        again = await ep.express(retry, timeout=timeout)
+    except (Nacked, Timeout):
+        return None
+    if implicit_digest(again) == implicit_digest(bad):
+        return None
+    return again
 
 
 async def publish(ep: Endpoint, name: NameLike, content: bytes, *, freshness: float | None = None,
@@ -169,8 +219,11 @@ async def fetch_manifest(ep: Endpoint, name: NameLike, *, timeout: float = DEFAU
             raise NotFound(f"{name} is not a published object ({found.name} answered)")
         base, ver = name, parsed[0]
         if parsed[1] == MANIFEST and found.content_type == ContentType.MANIFEST:
-            if verify:
-                await ep.verify(found, timeout=timeout)
+            if verify:  # a bad one is evicted and asked for again by its name (D8)
+                found = await verified(ep, Interest(found.name, lifetime_ms=int(1000 * min(timeout, 60.0))),
+                                       found, timeout)
+                if found.content_type != ContentType.MANIFEST:
+                    raise NotFound(f"{found.name} is not a manifest")
             return Manifest.decode(base, found.content)
     data = await fetch(ep, manifest_name(base, ver), timeout=timeout, verify=verify)
     if data.content_type != ContentType.MANIFEST:
@@ -214,7 +267,7 @@ async def _single(ep: Endpoint, data: Data, out: str | os.PathLike | bytearray |
                   timeout: float, progress: Progress | None) -> bytes | bytearray:
     """A plain (unsegmented) Data where an object was asked for."""
     if verify:
-        await ep.verify(data, timeout=timeout)
+        data = await verified(ep, Interest(data.name, lifetime_ms=int(1000 * min(timeout, 60.0))), data, timeout)
     raise_for_error(data)
     if progress is not None:
         progress(len(data.content), len(data.content))
@@ -320,6 +373,7 @@ class _SegmentPipeline:
         self.outstanding: dict[int, tuple[float, int, int]] = {}  # index -> (sent_at, nonce, attempt)
         self.attempts: dict[int, int] = {}
         self.corrupt: dict[int, int] = {}
+        self.to_evict: list[Data] = []  # corrupt segments the node is to drop before they are asked again (D8)
         self.done = 0
         self.bytes_done = 0
         self.wakeup = trio.Event()
@@ -335,7 +389,8 @@ class _SegmentPipeline:
         if attempt > MAX_SEGMENT_ATTEMPTS:
             raise Timeout(f"{self.manifest.segment_name(index)}: no answer after {MAX_SEGMENT_ATTEMPTS} attempts")
         self.attempts[index] = attempt
-        interest = Interest(self.manifest.segment_name(index), lifetime_ms=self.lifetime_ms)
+        interest = Interest(self.manifest.segment_name(index), lifetime_ms=self.lifetime_ms,
+                            must_be_fresh=index in self.corrupt)
         self.outstanding[index] = (now, interest.nonce, attempt)
         self.ep.send(interest)
 
@@ -360,6 +415,10 @@ class _SegmentPipeline:
             for packet in arrived:
                 self._on_arrival(packet, now)
             self._check_timeouts(now)
+            if self.to_evict:  # a corrupt copy in the node's cache would answer the retry again
+                bad, self.to_evict = self.to_evict, []
+                for data in bad:
+                    await evict_unverified(self.ep, data)
 
     def _index_of(self, packet: Data | Nack) -> int | None:
         index = segment_index(packet.name.comps[-1])
@@ -391,6 +450,7 @@ class _SegmentPipeline:
                     f"{packet.name}: content does not match the manifest's digest "
                     f"({bad} copies received, all corrupt)"
                 )
+            self.to_evict.append(packet)
             self.retx.append(index)
             return
         if attempt == 1:

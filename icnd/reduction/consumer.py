@@ -25,6 +25,7 @@ from icnd.codec import decode, encode
 from icnd.endpoint import Endpoint
 from icnd.errors import Error, Nacked, Timeout, raise_for_error
 from icnd.name import Name
+from icnd.objects.fetch import verified
 from icnd.packet import Data, Interest, NackReason
 from icnd.security import DigestKey
 from icnd.reduction.group import CONSUMER_OPS, GroupDescriptor, contrib_name, reduce_interest, remote_contribute_name
@@ -279,7 +280,10 @@ class _Fetcher:
                     raise Timeout(str(exc)) from None
                 raise
             raise_for_error(data)
-            await ep.verify(data)
+            # an aggregate that does not verify (e.g. cached from before its rendezvous restarted
+            # with a new key) is evicted and asked for once more past the caches [issue #15, D14]
+            data = await verified(ep, interest, data, max(0.1, until - trio.current_time()))
+            raise_for_error(data)
             try:
                 meta, view = unpack(data.content, seg_bytes=desc.seg_bytes, max_bytes=desc.max_bytes,
                                     n_members=len(desc.members))

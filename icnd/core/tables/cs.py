@@ -59,6 +59,7 @@ class ContentStore:
         self.capacity_bytes = capacity_bytes
         self.bytes_used = 0
         self.evictions = 0
+        self.evicted_unverified = 0  # Data removed by `discard_exact` (failed a consumer's verification)
         self.by_name: OrderedDict[tuple[bytes, ...], CsEntry] = OrderedDict()
         self._index: SortedList | None = None
         self._index_idle = 0
@@ -134,6 +135,18 @@ class ContentStore:
             self._index.remove(comps)
         self.bytes_used -= entry.size
         return True
+
+    def discard_exact(self, full: tuple[bytes, ...]) -> bool:
+        """Remove the Data whose full name (name + implicit digest) is `full`,
+        if stored: a Data with the same name but other bytes is kept.  For a
+        consumer that found a stored Data failing verification [issue #15, D8]."""
+        if not full or full[-1][0] != T_DIGEST:
+            return False
+        entry = self.by_name.get(full[:-1])
+        if entry is None or entry.full_digest() != full[-1][1:]:
+            return False
+        self.evicted_unverified += 1
+        return self.discard(full[:-1])
 
     def erase(self, prefix: tuple[bytes, ...]) -> int:
         """Remove every Data under `prefix`; returns how many."""
