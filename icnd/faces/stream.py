@@ -66,6 +66,7 @@ from icnd.faces.uri import FaceUri, format_inet_uri, parse_face_uri
 
 DEFAULT_MAX_SEND_QUEUE = 16 * 1024 * 1024
 RECV_CHUNK = 256 * 1024  # default receive buffer; reads are at least MIN_READ long
+EAGER_FRAMES_BYTES = 64 * 1024 * 1024  # buffers allocated at a frame's announced size, all faces together
 MIN_READ = 64 * 1024
 READS_PER_WAKEUP = 64  # then wait for readability again, letting other tasks run
 SMALL_PACKET = 16 * 1024  # below this, header + payload are concatenated (cheaper than an iovec)
@@ -77,6 +78,31 @@ _RESOURCE_ACCEPT_ERRORS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOM
 
 log = logging.getLogger("icnd.faces")
 _timeout_log = RefusalLog(log)
+
+
+class ByteBudget:
+    """A count of bytes shared by many holders, never above `limit`."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self, n: int) -> bool:
+        """Reserve `n` bytes if they fit; False (nothing reserved) otherwise."""
+        if self.used + n > self.limit:
+            return False
+        self.used += n
+        return True
+
+    def give(self, n: int) -> None:
+        self.used -= n
+
+
+# A frame whose header announces more than the receive buffer holds gets a
+# buffer of the announced size at once while this budget lasts (one
+# allocation, no copies as it arrives); beyond it, buffers grow with the bytes
+# received.  So peers' headers can pin at most this much, all faces together.
+EAGER_FRAMES = ByteBudget(EAGER_FRAMES_BYTES)
 
 
 class FramingError(Exception):
@@ -266,78 +292,92 @@ class StreamFace(Face):
         start = end = 0  # buf[start:end] holds received, not yet delivered bytes
         need = 1  # bytes needed at buf[start:] before the next frame can be parsed
         deadline = 0.0  # while bytes are pending: when the partial frame times out
-        while True:
-            try:
-                if start == end:
-                    await trio.lowlevel.wait_readable(sock)
-                else:
-                    with trio.move_on_at(deadline):
-                        await trio.lowlevel.wait_readable(sock)
-                    if trio.current_time() >= deadline:
-                        self._frame_timed_out()
-                        return
-            except trio.ClosedResourceError:
-                return
-            delivered = counters.in_packets
-            for _ in range(READS_PER_WAKEUP):
-                if len(buf) - end < MIN_READ or start + need > len(buf):
-                    # Make room: move the partial frame to the front, growing if there is not
-                    # MIN_READ free behind it -- by at most doubling, so the buffer follows the
-                    # bytes received, not the size the frame's header announces.
-                    pending = end - start
-                    if pending + MIN_READ > len(buf):
-                        size = min(need + RECV_CHUNK, max(2 * len(buf), pending + MIN_READ, RECV_CHUNK))
-                        new = bytearray(size)
-                        new[:pending] = view[start:end]
-                        view.release()
-                        buf, view = new, memoryview(new)
-                    elif start:
-                        view[:pending] = view[start:end]
-                    start, end = 0, pending
+        eager = 0  # bytes of EAGER_FRAMES this face's buffer holds
+        try:
+            while True:
                 try:
-                    got = sock.recv_into(view[end:])
-                except BlockingIOError:
-                    break
-                except OSError as exc:
-                    self._close_now(_describe(exc))
+                    if start == end:
+                        await trio.lowlevel.wait_readable(sock)
+                    else:
+                        with trio.move_on_at(deadline):
+                            await trio.lowlevel.wait_readable(sock)
+                        if trio.current_time() >= deadline:
+                            self._frame_timed_out()
+                            return
+                except trio.ClosedResourceError:
                     return
-                if not got:
-                    self._close_now("peer closed")
-                    return
-                end += got
-                while end - start >= need:
+                delivered = counters.in_packets
+                for _ in range(READS_PER_WAKEUP):
+                    if len(buf) - end < MIN_READ or start + need > len(buf):
+                        # Make room: move the partial frame to the front, growing if there is not
+                        # MIN_READ free behind it -- by at most doubling, so the buffer follows the
+                        # bytes received, not the size the frame's header announces.
+                        pending = end - start
+                        grow = pending + MIN_READ > len(buf)
+                        if need > max(len(buf), RECV_CHUNK) and not eager and EAGER_FRAMES.take(need + RECV_CHUNK):
+                            # the fast path: the whole frame's buffer at once, from a bounded budget
+                            eager = size = need + RECV_CHUNK
+                            grow = True
+                        elif grow:
+                            size = min(need + RECV_CHUNK, max(2 * len(buf), pending + MIN_READ, RECV_CHUNK))
+                        if grow:
+                            new = bytearray(size)
+                            new[:pending] = view[start:end]
+                            view.release()
+                            buf, view = new, memoryview(new)
+                        elif start:
+                            view[:pending] = view[start:end]
+                        start, end = 0, pending
                     try:
-                        bounds = frame(view, start, end)
-                    except FramingError as exc:
-                        counters.framing_errors += 1
-                        self._close_now(f"framing error: {exc}")
-                        return
-                    if bounds is None:
-                        need = end - start + 1
+                        got = sock.recv_into(view[end:])
+                    except BlockingIOError:
                         break
-                    packet_start, frame_end = bounds
-                    if frame_end > end:
-                        need = frame_end - start
-                        break
-                    packet = bytes(view[packet_start:frame_end])
-                    start = frame_end
-                    need = 1
-                    counters.in_packets += 1
-                    counters.in_bytes += frame_end - packet_start
-                    on_receive(self, packet)
-                    if self.closed:
+                    except OSError as exc:
+                        self._close_now(_describe(exc))
                         return
+                    if not got:
+                        self._close_now("peer closed")
+                        return
+                    end += got
+                    while end - start >= need:
+                        try:
+                            bounds = frame(view, start, end)
+                        except FramingError as exc:
+                            counters.framing_errors += 1
+                            self._close_now(f"framing error: {exc}")
+                            return
+                        if bounds is None:
+                            need = end - start + 1
+                            break
+                        packet_start, frame_end = bounds
+                        if frame_end > end:
+                            need = frame_end - start
+                            break
+                        packet = bytes(view[packet_start:frame_end])
+                        start = frame_end
+                        need = 1
+                        counters.in_packets += 1
+                        counters.in_bytes += frame_end - packet_start
+                        on_receive(self, packet)
+                        if self.closed:
+                            return
+                    if start == end:
+                        start = end = 0
                 if start == end:
-                    start = end = 0
-            if start == end:
-                deadline = 0.0
-                if len(buf) > RECV_CHUNK:
-                    view.release()
-                    buf = bytearray(RECV_CHUNK)
-                    view = memoryview(buf)
-            elif counters.in_packets != delivered or not deadline:
-                deadline = trio.current_time() + self.frame_timeout  # a new partial frame
+                    deadline = 0.0
+                    if len(buf) > RECV_CHUNK:
+                        view.release()
+                        buf = bytearray(RECV_CHUNK)
+                        view = memoryview(buf)
+                        if eager:
+                            EAGER_FRAMES.give(eager)
+                            eager = 0
+                elif counters.in_packets != delivered or not deadline:
+                    deadline = trio.current_time() + self.frame_timeout  # a new partial frame
 
+        finally:
+            if eager:
+                EAGER_FRAMES.give(eager)
 
 class StreamListener(Listener):
     """Accepts TCP or Unix stream connections; each becomes an on-demand `StreamFace`.
