@@ -359,17 +359,25 @@ class KeyChain:
         key = self._verify.get(locator)
         if key is None:
             raise VerificationError(f"{data.name}: signed by unknown key {locator} ({label})")
-        if key.sig_type != sig_type:
-            raise VerificationError(
-                f"{data.name}: key {locator} is {_sig_label(key.sig_type)}, Data claims {label}"
-            )
-        if len(sig_value) != expected_len:
-            raise VerificationError(
-                f"{data.name}: {label} signature by {locator} is {len(sig_value)} bytes, "
-                f"expected {expected_len}"
-            )
-        if not key.verifies(signed_portion_of_wire(data), sig_value):
-            raise VerificationError(f"{data.name}: bad {label} signature by key {locator}")
+        verify_with(data, key)
+
+
+def verify_with(data: Data, key: VerifyKey) -> None:
+    """Check that `data` carries a valid signature by `key` (whatever its
+    key locator names: the caller chose the key); raises VerificationError."""
+    sig_type = data.sig_type
+    label = _sig_label(sig_type)
+    locator = data.key_locator
+    sig_value = data.sig_value
+    if key.sig_type != sig_type:
+        raise VerificationError(f"{data.name}: key {locator} is {_sig_label(key.sig_type)}, Data claims {label}")
+    expected_len = SIG_LENGTHS[sig_type]
+    if len(sig_value) != expected_len:
+        raise VerificationError(
+            f"{data.name}: {label} signature by {locator} is {len(sig_value)} bytes, expected {expected_len}"
+        )
+    if not key.verifies(signed_portion_of_wire(data), sig_value):
+        raise VerificationError(f"{data.name}: bad {label} signature by key {locator}")
 
 
 _DIGEST = DigestKey()
