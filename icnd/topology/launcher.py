@@ -497,8 +497,12 @@ class Network:
             listen = ["udp://127.0.0.1:0", "tcp://127.0.0.1:0"]
         for uri in listen:
             argv += ["--listen", uri]
-        for entry in self.spec.nodes[handle.name].functions:
+        node = self.spec.nodes[handle.name]
+        for entry in node.functions:
             argv += ["--function", entry]
+        for flag, path in (("--key", node.key), ("--cert", node.cert), ("--trust", node.trust)):
+            if path is not None:
+                argv += [flag, path]
         for group in self.spec.groups.values():
             argv += ["--group", group.flag()]
         if handle.netns is not None:

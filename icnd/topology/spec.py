@@ -13,6 +13,11 @@ reduction groups.  The schema::
     functions = ["apps.functions:matmul=/fn/matmul"]
     [nodes.b]
 
+    [nodes.c]                  # optional identity and trust (paths relative to
+    key = "keys/c.key"         # this file): icnd run --key / --cert / --trust
+    cert = "keys/c.cert"
+    trust = "schema.toml"      # default: the top-level `trust`, if any
+
     [[links]]
     ends = ["a", "b"]          # exactly two distinct known nodes
     delay_ms = 5               # optional per-link overrides of [defaults]
@@ -101,10 +106,10 @@ _TARGET_RE = re.compile(rf"{_DOTTED_IDENT}:{_DOTTED_IDENT}\Z", re.ASCII)
 _TOML_POS_RE = re.compile(r"\s*\((at line (\d+), column (\d+)|at end of document)\)\s*\Z")
 _TOML_TWICE_RE = re.compile(r"Cannot declare \((.*)\) twice")
 
-_TOP_KEYS = ("defaults", "nodes", "links", "groups")
+_TOP_KEYS = ("defaults", "nodes", "links", "groups", "trust")
 _PARAM_KEYS = ("delay_ms", "loss", "bandwidth_mbps")
 _LINK_KEYS = ("ends", *_PARAM_KEYS, "cost", "transport")
-_NODE_KEYS = ("functions",)
+_NODE_KEYS = ("functions", "key", "cert", "trust")
 _GROUP_KEYS = ("members", "rendezvous", "segment_bytes", "deadline_ms")
 
 
@@ -170,6 +175,9 @@ class NodeSpec:
 
     name: str
     functions: list[str] = field(default_factory=list)
+    key: str | None = None  # the node's identity key file (icnd run --key), an absolute path
+    cert: str | None = None  # its certificate file (--cert)
+    trust: str | None = None  # the trust schema it applies (--trust); the top-level `trust` by default
 
     @property
     def prefix(self) -> str:
@@ -398,12 +406,21 @@ class _Parser:
             table = self.table(data["defaults"], "defaults")
             self.known_keys(table, _PARAM_KEYS, "defaults")
             defaults = self.params(table, "defaults", defaults)
-        nodes = self.nodes(data.get("nodes"))
+        trust = self.path(data["trust"], "trust") if "trust" in data else None
+        nodes = self.nodes(data.get("nodes"), trust)
         links = self.links(data.get("links", []), nodes, defaults)
         groups = self.groups(data.get("groups", {}), nodes)
         return TopologySpec(nodes=nodes, links=links, groups=groups, defaults=defaults, source=self.source)
 
-    def nodes(self, value: Any) -> dict[str, NodeSpec]:
+    def path(self, value: Any, entry: str) -> str:
+        """A file name, relative to the topology file's directory (or to the
+        working directory for a topology given as a string)."""
+        if not isinstance(value, str) or not value:
+            raise self.error(entry, f"must be a file name, got {_describe(value)}")
+        base = os.path.dirname(os.path.abspath(self.source)) if os.path.exists(self.source) else os.getcwd()
+        return os.path.join(base, os.path.expanduser(value))
+
+    def nodes(self, value: Any, trust: str | None = None) -> dict[str, NodeSpec]:
         if value is None:
             raise self.error("nodes", "missing: a topology needs at least one [nodes.NAME] table")
         table = self.table(value, "nodes")
@@ -415,7 +432,11 @@ class _Parser:
             name = self.ident(raw_name, entry, "node name")
             body = self.table(body, entry)
             self.known_keys(body, _NODE_KEYS, entry)
-            nodes[name] = NodeSpec(name=name, functions=self.functions(body.get("functions", []), entry))
+            files = {k: self.path(body[k], f"{entry}.{k}") for k in ("key", "cert", "trust") if k in body}
+            if "cert" in files and "key" not in files:
+                raise self.error(f"{entry}.cert", "a certificate needs the node's key too (key = ...)")
+            nodes[name] = NodeSpec(name=name, functions=self.functions(body.get("functions", []), entry),
+                                   key=files.get("key"), cert=files.get("cert"), trust=files.get("trust", trust))
         return nodes
 
     def functions(self, value: Any, entry: str) -> list[str]:

@@ -198,7 +198,7 @@ BAD = {
     "float_cost": (NODES3 + '[[links]]\nends = ["a", "b"]\ncost = 1.5\n', "links[0].cost", "integer >= 1"),
     "bool_cost": (NODES3 + '[[links]]\nends = ["a", "b"]\ncost = true\n', "links[0].cost", "integer >= 1"),
     "bad_transport": (NODES3 + '[[links]]\nends = ["a", "b"]\ntransport = "quic"\n', "links[0].transport", "udp, tcp"),
-    "unknown_top_key": ("colour = 1\n" + NODES3, "colour", "unknown key (allowed: defaults, nodes, links, groups)"),
+    "unknown_top_key": ("colour = 1\n" + NODES3, "colour", "unknown key (allowed: defaults, nodes, links, groups, trust)"),
     "unknown_node_key": ("[nodes.a]\nroutes = []\n", "nodes.a.routes", "unknown key"),
     "unknown_link_key": (NODES3 + '[[links]]\nends = ["a", "b"]\ndelay = 5\n', "links[0].delay", "unknown key"),
     "unknown_default_key": (NODES3 + "[defaults]\ncost = 2\n", "defaults.cost", "unknown key"),
@@ -275,3 +275,23 @@ def test_topology_problem_survives_pickling() -> None:
     err = TopologyError("f.toml", "links[0]", "bad")
     again = pickle.loads(pickle.dumps(err))
     assert (again.source, again.entry, again.problem, str(again)) == ("f.toml", "links[0]", "bad", str(err))
+
+
+def test_trust_files_are_resolved_against_the_topology_file(tmp_path: Path) -> None:
+    path = tmp_path / "t.toml"
+    path.write_text('trust = "schema.toml"\n'
+                    '[nodes.a]\nkey = "keys/a.key"\ncert = "keys/a.cert"\n'
+                    '[nodes.b]\ntrust = "/etc/other.toml"\n[nodes.c]\n')
+    spec = load(path)
+    a, b, c = spec.nodes["a"], spec.nodes["b"], spec.nodes["c"]
+    assert (a.key, a.cert, a.trust) == (str(tmp_path / "keys/a.key"), str(tmp_path / "keys/a.cert"),
+                                        str(tmp_path / "schema.toml"))
+    assert b.trust == "/etc/other.toml" and b.key is None
+    assert c.trust == str(tmp_path / "schema.toml")
+
+
+def test_a_node_certificate_needs_its_key(tmp_path: Path) -> None:
+    path = tmp_path / "t.toml"
+    path.write_text('[nodes.a]\ncert = "a.cert"\n')
+    with pytest.raises(TopologyError, match=r"nodes\.a\.cert: a certificate needs the node's key"):
+        load(path)
