@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench bench-deps clean
+.PHONY: test test-adversarial demo bench bench-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,11 @@ test: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
+
+# The attacks of issue 15 at full size against a real daemon (tests/adversarial/test_fullsize.py, marker
+# `fullsize`; minutes, not seconds): each prints a `FULLSIZE {...}` line with its figures.
+test-adversarial: $(STAMP)
+	$(BIN)/python -m pytest -q -s -p no:cacheprovider -m fullsize tests/adversarial/test_fullsize.py
 
 demo: $(STAMP)
 	$(BIN)/python -m icnd.demo
