@@ -45,6 +45,7 @@ CERT_TYPE = "ed25519"
 CERT_FRESHNESS_MS = 3_600_000  # how long caches keep a certificate (it is re-fetched after)
 MAX_CERT_FILE = 4096  # a certificate is ~250 bytes; a file larger than this is not one
 DEFAULT_DAYS = 365
+MAX_TIME_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: validity times beyond are refused
 _DAY_MS = 86_400_000
 
 
@@ -118,7 +119,10 @@ class Certificate:
 
 
 def _iso(ms: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000.0))
+    try:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000.0))
+    except (OverflowError, OSError, ValueError):  # parse_certificate bounds times; this is for the rest
+        return f"{ms} ms since the epoch"
 
 
 def is_certificate_name(name: Name) -> bool:
@@ -161,10 +165,15 @@ def parse_certificate(data: Data) -> Certificate:
         raise CertificateError(f"{name}: the key id is not {KEY_ID_LEN} bytes")
     if hashlib.sha256(body["key"]).digest()[:KEY_ID_LEN] != key_id[1:]:
         raise CertificateError(f"{name}: the key id does not match the public key")
+    if not (0 <= body["not_before"] <= MAX_TIME_MS and 0 <= body["not_after"] <= MAX_TIME_MS):
+        raise CertificateError(f"{name}: validity times out of range (0 to year 9999)")
     if body["not_before"] > body["not_after"]:
         raise CertificateError(f"{name}: validity ends before it begins")
-    return Certificate(data, kname, comps[-2], decode_nonneg(comps[-1][1:]), body["key"],
-                       body["not_before"], body["not_after"])
+    try:
+        ver = decode_nonneg(comps[-1][1:])
+    except ValueError as exc:
+        raise CertificateError(f"{name}: bad version component ({exc})") from None
+    return Certificate(data, kname, comps[-2], ver, body["key"], body["not_before"], body["not_after"])
 
 
 def parse_key_data(data: Data) -> bytes:
@@ -186,11 +195,13 @@ def make_certificate(subject: Name, public_key: bytes, issuer: Ed25519Key, *, da
         raise ValueError(f"{subject}: a key name is /<identity>/KEY/<key-id>")
     if subject.comps[-1] != key_name(subject.prefix(-2), hashlib.sha256(public_key).digest()[:KEY_ID_LEN]).comps[-1]:
         raise ValueError(f"{subject}: the key id does not match the public key")
-    if days <= 0:
-        raise ValueError("a certificate's validity is a positive number of days")
+    if not 0 < days <= 3_000_000:  # also NaN and infinity; the end must still fall before the year 9999
+        raise ValueError("a certificate's validity is a positive number of days (before the year 9999)")
     now = time.time() if now is None else now
     start_ms = int(1000 * (now if not_before is None else not_before))
     end_ms = start_ms + int(days * _DAY_MS)
+    if not 0 <= start_ms <= end_ms <= MAX_TIME_MS:
+        raise ValueError("a certificate's validity must lie between 1970 and the year 9999")
     self_signed = issuer.name == subject and issuer.public_bytes() == public_key
     issuer_id = SELF if self_signed else generic(issuer.name.comps[-1][1:])
     name = subject.append_wire(issuer_id, version(int(now * 1000)))

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Union
 
 from icnd.errors import Error, VerificationError
-from icnd.name import Name, component_from_uri
+from icnd.name import Name, component_from_uri, component_to_uri
 from icnd.security import verify_with
 
 from icnd.trust.cert import Certificate, CertificateError, load_certificate
@@ -182,7 +182,8 @@ class Schema:
         candidates = self.matching(data_name)
         if not candidates:
             return "no rule matches its name"
-        return "; ".join(f"rule {r.name!r} wants a signer matching {r.signer}, not {signer}" for r in candidates)
+        return "; ".join(f"rule {r.name!r} wants a signer matching {r.signer}{_bound(r, data_name)}, not {signer}"
+                         for r in candidates)
 
     # --- loading -----------------------------------------------------------------------
     @classmethod
@@ -254,6 +255,24 @@ class Schema:
             data, signer = patterns
             rules.append(Rule(raw["name"], data, signer))
         return cls(rules, anchors, source)
+
+
+def _bound(rule: Rule, data_name: Name, limit: int = 3) -> str:
+    """The captures the data pattern binds that the signer pattern must
+    repeat, as ``" with user=alice"`` (``" or user=bob"`` for other
+    bindings); "" when there are none."""
+    shared = sorted(rule.signer.captures & rule.data.captures)
+    if not shared:
+        return ""
+    seen: list[str] = []
+    for caps in rule.data.matches(data_name):
+        text = ", ".join(f"{k}={component_to_uri(caps[k])}" for k in shared)
+        if text not in seen:
+            seen.append(text)
+            if len(seen) > limit:
+                break
+    more = " or ..." if len(seen) > limit else ""
+    return " with " + " or ".join(seen[:limit]) + more
 
 
 def _no_unknown(table: dict, known: tuple[str, ...], where: str) -> None:

@@ -40,6 +40,7 @@ forger who also serves the key.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -146,8 +147,8 @@ class Validator:
         if rule is None:
             raise VerificationError(f"{data.name}: signed by {locator}: {self.schema.refusal(data.name, locator)}")
         budget = [self.max_fetches]
-        trusted = await self._chain(locator, fetch, 1, (), budget, data.name)
         try:
+            trusted = await self._chain(locator, fetch, 1, (), budget, data.name)
             verify_with(data, trusted.key)
         except VerificationError as exc:
             raise VerificationError(f"{exc} (rule {rule.name!r})") from None
@@ -259,7 +260,9 @@ class Validator:
         except Error as exc:
             raise VerificationError(f"{data.name}: cannot retrieve its signing key {locator} ({exc}); "
                                     "is there a route to the signer's prefix?") from None
-        if key_data.content_type != ContentType.KEY or not locator.is_prefix_of(key_data.name):
+        cert_of = key_name_of(key_data.name)
+        if (key_data.content_type != ContentType.KEY or not locator.is_prefix_of(key_data.name)
+                or (cert_of is not None and cert_of != locator)):
             raise VerificationError(f"{data.name}: {key_data.name} is not a key named {locator}")
         try:
             key = Ed25519VerifyKey.from_bytes(parse_key_data(key_data))
@@ -271,16 +274,21 @@ class Validator:
         return key
 
 
+@functools.lru_cache(maxsize=256)
+def _allow_entry(entry: str) -> Pattern | Name:
+    return Pattern.parse(entry) if "<" in entry else Name(entry)
+
+
 def caller_allowed(allow: Iterable[str | Pattern], key: Name) -> bool:
     """True if a caller's key name matches one entry of a function's `allow`
-    list: a schema pattern (``/net/<user>/KEY/<*>``) or a name prefix."""
+    list: a schema pattern (``/net/<user>/KEY/<*>``) or a name prefix.
+    Entries given as text are compiled once (cached); a malformed one raises
+    ValueError (policies are checked when loaded)."""
     for entry in allow:
-        if isinstance(entry, Pattern):
-            if entry.match(key) is not None:
+        compiled = entry if isinstance(entry, Pattern) else _allow_entry(entry)
+        if isinstance(compiled, Pattern):
+            if compiled.match(key) is not None:
                 return True
-        elif "<" in entry:
-            if Pattern.parse(entry).match(key) is not None:
-                return True
-        elif Name(entry).is_prefix_of(key):
+        elif compiled.is_prefix_of(key):
             return True
     return False
