@@ -46,8 +46,13 @@ class Endpoint(Protocol):
         """Send `interest` (retransmitted every `retx` seconds with a fresh
         nonce) until Data; raises `Nacked` or, at the deadline, `Timeout`."""
 
-    async def verify(self, data: Data, *, timeout: float = DEFAULT_TIMEOUT) -> None:
-        """Check `data`'s signature; raises `VerificationError`."""
+    async def verify(self, data: Data, *, timeout: float = DEFAULT_TIMEOUT, vouched: bool = False) -> None:
+        """Accept `data` or raise `VerificationError` (`icnd.Client` asks its
+        `icnd.trust.validator.Validator`).  ``vouched=True``: the caller
+        already trusts this exact Data's digest (the Interest named its
+        implicit digest); only then may a DigestSha256 Data pass.  Callers
+        pass `vouched` only when true, so an endpoint without the parameter
+        still works where nothing is vouched for."""
 
     def sign(self, data: Data) -> Data:
         """`data` signed by the application's key (a digest if it has none)."""

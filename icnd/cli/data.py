@@ -18,7 +18,7 @@ import trio
 
 from icnd.cli.errors import CliError
 from icnd.cli.options import Parents, add_command, name_arg, nonneg_seconds, positive_int, positive_seconds
-from icnd.client import connect
+from icnd.cli.session import open_client
 from icnd.errors import CommandError, Nacked, Timeout
 from icnd.name import Name
 from icnd.objects.manifest import DEFAULT_SEGMENT_SIZE
@@ -39,7 +39,7 @@ async def _ping(args: argparse.Namespace) -> int:
     rtts: list[float] = []
     sent = 0
     started = trio.current_time()
-    async with connect(args.socket) as client:
+    async with open_client(args.socket) as client:
         print(f"PING {prefix}", flush=True)
         with trio.open_signal_receiver(signal.SIGINT) as signals, trio.CancelScope() as probing:
 
@@ -113,7 +113,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     async def fetch() -> bytes | bytearray:
         with _progress(f"fetch {args.name}") as progress:
             try:
-                async with connect(args.socket) as client:
+                async with open_client(args.socket) as client:
                     return await client.fetch_object(
                         args.name, timeout=args.timeout, verify=not args.no_verify,
                         out=args.output if to_file else None, progress=progress,
@@ -144,7 +144,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     async def publish() -> Any:
         with _progress(f"publish {args.name}") as progress:
             try:
-                async with connect(args.socket) as client:
+                async with open_client(args.socket) as client:
                     return await client.publish_object(args.name, source, segment_size=args.segment_size,
                                                        freshness=args.freshness, progress=progress)
             except CommandError as exc:

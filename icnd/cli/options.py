@@ -83,12 +83,28 @@ def arg(*flags: str, **options: Any) -> Arg:
     return Arg(flags, options)
 
 
+CLIENT_FILES: dict[str, str] = {}
+"""``--key``/``--cert``/``--trust`` of the command being parsed, by flag name
+(``key``, ``cert``, ``trust``): `icnd.cli.session` opens every client with
+them (also for commands that hand it only ``--socket``).  Cleared by
+`Parents.build`, i.e. once per parse."""
+
+
+class _ClientFile(argparse.Action):
+    """Stores the value and records it in `CLIENT_FILES`."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        CLIENT_FILES[self.dest] = values
+
+
 @dataclass(frozen=True)
 class Parents:
     """The option groups commands inherit (argparse ``parents``)."""
 
     socket: list[argparse.ArgumentParser]
-    """``--socket``: every command that talks to a node."""
+    """``--socket`` (and the client's ``--key``/``--cert``/``--trust``): every command that talks to a node."""
     mgmt: list[argparse.ArgumentParser]
     """``--socket`` and ``--json``: commands whose result has a stable JSON form."""
 
@@ -96,6 +112,14 @@ class Parents:
     def build(cls) -> Parents:
         socket_opt = argparse.ArgumentParser(add_help=False)
         socket_opt.add_argument("--socket", metavar="PATH", help=SOCKET_HELP)
+        CLIENT_FILES.clear()
+        socket_opt.add_argument("--key", metavar="FILE", action=_ClientFile,
+                                help="sign as this Ed25519 identity (a key file from 'icnd keygen')")
+        socket_opt.add_argument("--cert", metavar="FILE", action=_ClientFile,
+                                help="this identity's certificate (from 'icnd cert issue'; needs --key): "
+                                     "handed to the node so others can verify what this command signs")
+        socket_opt.add_argument("--trust", metavar="FILE", action=_ClientFile,
+                                help="accept only Data that this trust schema (TOML) accepts")
         json_opt = argparse.ArgumentParser(add_help=False)
         json_opt.add_argument("--json", action="store_true", help="print the result as JSON (stable keys)")
         return cls(socket=[socket_opt], mgmt=[socket_opt, json_opt])

@@ -1,35 +1,74 @@
 """One command, one connection: how commands reach the local node.
 
 Each command runs its own trio loop around one client (`icnd.connect`,
-which resolves ``--socket`` as interface §3 says); a refused management
-command becomes a one-line `CliError` naming the command."""
+which resolves ``--socket`` as interface §3 says, with the command's
+``--key``/``--cert``/``--trust`` files: `open_client`); a refused management
+command becomes a one-line `CliError` naming the command, a key, certificate
+or schema file that cannot be used a one-line `CliError` (exit 2) naming it."""
 
 from __future__ import annotations
 
 import functools
-from typing import Any, Awaitable, Callable, TypeVar
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 import trio
 
 from icnd.cli.errors import CliError
+from icnd.cli.options import CLIENT_FILES
 from icnd.client import Client, connect
+from icnd.client.door import load_identity, load_key
 from icnd.errors import CommandError
+from icnd.trust.cert import load_certificate
+from icnd.trust.schema import Schema
 
 T = TypeVar("T")
+
+
+def identity() -> dict[str, Any]:
+    """``key``, ``cert`` and ``trust`` for `connect`, loaded from the command's
+    ``--key``/``--cert``/``--trust`` files; CliError (exit 2) naming the bad one."""
+    files = dict(CLIENT_FILES)
+    loaders: dict[str, Callable[[str], Any]] = {"key": load_key, "cert": load_certificate, "trust": Schema.load}
+    loaded: dict[str, Any] = {}
+    for flag, load in loaders.items():
+        path = files.get(flag)
+        if path is None:
+            continue
+        try:
+            loaded[flag] = load(path)
+        except (OSError, ValueError) as exc:
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            if detail.startswith(f"{path}: "):  # the loaders name the file too
+                detail = detail[len(path) + 2:]
+            raise CliError(f"--{flag} {path}: {detail}", 2) from None
+    if "cert" in loaded:
+        try:
+            load_identity(loaded.get("key"), loaded["cert"], None)
+        except ValueError as exc:
+            raise CliError(f"--cert {files['cert']}: {exc}", 2) from None
+    return loaded
+
+
+@asynccontextmanager
+async def open_client(socket: str | None) -> AsyncIterator[Client]:
+    """The command's client: `connect` to `socket` with its ``--key``/``--cert``/``--trust``."""
+    async with connect(socket, **identity()) as client:
+        yield client
 
 
 def with_client(socket: str | None, action: Callable[[Client], Awaitable[T]]) -> T:
     """Connect to the node at `socket`, run ``action(client)``, close; its result."""
 
     async def run() -> T:
-        async with connect(socket) as client:
+        async with open_client(socket) as client:
             return await action(client)
 
     return trio.run(run)
 
 
 async def _command(socket: str | None, module: str, verb: str, **params: Any) -> Any:
-    async with connect(socket) as client:
+    async with open_client(socket) as client:
         try:
             return await client.command(module, verb, **params)
         except CommandError as exc:

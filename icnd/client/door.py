@@ -14,13 +14,36 @@ protocol, which the client hands itself to: fetching and publishing objects
 (`icnd.objects.fetch`), calling and hosting functions (`icnd.compute.caller`,
 `icnd.compute.host`), reductions (`icnd.reduction.consumer`).
 
-What `fetch` verifies (``verify=True``, the default): a DigestSha256 Data
-must match its digest; an Ed25519 or HMAC Data must verify with the key its
-key locator names, taken from the client's `KeyChain` or, for Ed25519 keys
-the client does not know yet, fetched once by name from the network and
-remembered.  A fetched key is not yet checked against a trust anchor (trust
-schemas are future work): this catches corruption and mismatched keys, not a
-forger who also serves a forged key.  See docs/security.md.
+What `fetch` verifies (``verify=True``, the default) is decided by the
+client's one `icnd.trust.validator.Validator` (``client.validator``), as
+everything else the client believes (objects' manifests, call answers,
+reductions):
+
+- **without a trust schema** (integrity only): an Ed25519 Data must verify
+  with the key its key locator names -- known to the client's `KeyChain`, or
+  fetched once by name (``Interest(key_name, CanBePrefix)``: a certificate
+  or a bare key Data) and remembered, *not* checked against any anchor; an
+  HMAC Data with a key the key chain holds.  This catches corruption and
+  stale or mismatched keys, never a forger who also serves the key.
+- **with a trust schema** (``connect(trust=...)``): a rule must match the
+  Data's name and its signer, and the signer's certificate chain must reach
+  one of the schema's anchors, each certificate valid now.
+- **DigestSha256 Data** (no signer) is accepted only where something the
+  client already trusts vouches for it: the Interest named its implicit
+  digest (``.../sha256digest=...``), or a verified manifest lists its
+  digest (segments of an object).  ``verify=True`` never returns a
+  digest-only Data for a name nothing vouches for, with or without a schema:
+  so a producer that must be fetched with ``verify=True`` needs a key
+  (``connect(key=...)``); a client without one signs its answers with a
+  digest only.
+
+A client given a certificate (``connect(key=..., cert=...)``) hands it to
+its node on connect (``repo publish``, its signature kept); the node serves
+it under the key name, so that others can fetch it.  A client with a key
+and no certificate publishes none: others verify what it signs only if they
+know its key (their key chain) or get its certificate some other way (a
+self-signed one, ``cert=self_signed(key)``, is enough for integrity-only
+consumers; a schema never trusts it).  See docs/security.md.
 """
 
 from __future__ import annotations
@@ -34,7 +57,7 @@ from typing import Any, AsyncIterator, Callable, Iterator, Sequence
 import msgpack
 import trio
 
-from icnd.codec import decode, encode
+from icnd.codec import decode, encode, full_name
 from icnd.compute.caller import Caller
 from icnd.compute.host import FunctionHost, HostLimits
 from icnd.compute.registry import hosted
@@ -42,16 +65,24 @@ from icnd.endpoint import DEFAULT_TIMEOUT, RETX_INTERVAL, Handler, OnPacket, res
 from icnd.errors import CommandError, DecodeError, Error, Nacked, Timeout, VerificationError, error_data
 from icnd.faces.base import Face
 from icnd.faces.stream import connect_stream
-from icnd.name import T_RNP, Name, NameLike
+from icnd.name import T_DIGEST, T_RNP, Name, NameLike
 from icnd.objects import fetch as objects
 from icnd.objects.manifest import DEFAULT_SEGMENT_SIZE, Manifest
-from icnd.packet import ContentType, Data, Interest, Nack, NackReason, Packet, SigType
+from icnd.packet import ContentType, Data, Interest, Nack, NackReason, Packet
 from icnd.reduction import consumer as reduction
-from icnd.security import DigestKey, Ed25519VerifyKey, KeyChain, SigningKey
+from icnd.security import DigestKey, Ed25519Key, KeyChain, SigningKey
+from icnd.trust.cert import Certificate, load_certificate
+from icnd.trust.schema import Schema
+from icnd.trust.validator import Validator
 
 log = logging.getLogger("icnd.client")
 
 _DIGEST_KEY = DigestKey()
+
+
+def _names_digest(interest: Interest) -> bool:
+    comps = interest.name.comps
+    return bool(comps) and comps[-1][0] == T_DIGEST
 
 
 class _Pending:
@@ -65,7 +96,8 @@ class _Pending:
 
 class Client:
     def __init__(self, face: Face, nursery: trio.Nursery, *, key: SigningKey | None = None,
-                 keychain: KeyChain | None = None, socket_path: str = "") -> None:
+                 keychain: KeyChain | None = None, socket_path: str = "", cert: Certificate | None = None,
+                 trust: Schema | None = None) -> None:
         self.face = face
         self.socket_path = socket_path
         self._nursery = nursery
@@ -73,8 +105,15 @@ class Client:
         self.key = key
         if key is not None:
             self.keychain.add_signing_key(key)
+        # whom this client believes: the one validator (module docstring)
+        self.validator = Validator(trust, self.keychain)
+        self.cert = cert  # this client's certificate (served under its key name), if it has one
+        self._key_fetches: dict[Name, list[Any]] = {}  # key name -> [done event, Data or Error]: shared fetches
+        if cert is not None:
+            self.validator.offer([cert])
         self._pending: dict[tuple[bytes, ...], list[_Pending]] = {}
         self._prefix_pending = 0
+        self._digest_pending = 0  # pending Interests named by an implicit digest (matched by full name)
         # object fetches in progress: N/v=V -> callback(packet) for its segments
         self._streams: dict[tuple[bytes, ...], OnPacket] = {}
         # calls in progress: rnp= component -> answers the host's reflexive Interests
@@ -110,6 +149,8 @@ class Client:
                 stream(data)
                 return
         waiters = self._pending.pop(comps, [])
+        if self._digest_pending:
+            waiters.extend(self._pending.pop(full_name(data).comps, ()))
         if self._prefix_pending:
             for n in range(len(comps)):
                 cands = self._pending.get(comps[:n])
@@ -142,6 +183,8 @@ class Client:
     def _resolve(self, p: _Pending, result: Data | Nack) -> None:
         if p.interest.can_be_prefix:
             self._prefix_pending -= 1
+        if _names_digest(p.interest):
+            self._digest_pending -= 1
         p.result = result
         p.event.set()
 
@@ -149,6 +192,8 @@ class Client:
         self._pending.setdefault(p.interest.name.comps, []).append(p)
         if p.interest.can_be_prefix:
             self._prefix_pending += 1
+        if _names_digest(p.interest):
+            self._digest_pending += 1
 
     def _drop_pending(self, p: _Pending) -> None:
         waiters = self._pending.get(p.interest.name.comps)
@@ -158,6 +203,8 @@ class Client:
                 del self._pending[p.interest.name.comps]
             if p.interest.can_be_prefix:
                 self._prefix_pending -= 1
+            if _names_digest(p.interest):
+                self._digest_pending -= 1
 
     def send(self, packet: Packet) -> None:
         if self.face.closed:
@@ -200,23 +247,53 @@ class Client:
                                    must_be_fresh=must_be_fresh, verify=verify, lifetime=lifetime,
                                    app_params=app_params)
 
-    async def verify(self, data: Data, *, timeout: float = DEFAULT_TIMEOUT) -> None:
-        """Check `data`'s signature (see the module docstring for what is checked)."""
-        chain = self.keychain
-        if not chain.can_verify(data):
-            if data.sig_type != SigType.ED25519 or data.key_locator is None:
-                raise VerificationError(f"{data.name}: signed by unknown key {data.key_locator}")
-            try:
-                key_data = await self.express(Interest(data.key_locator, can_be_prefix=True), timeout=timeout)
-            except (Nacked, Timeout) as exc:
-                raise VerificationError(
-                    f"{data.name}: cannot retrieve its signing key {data.key_locator} ({exc}); "
-                    "is there a route to the signer's prefix?"
-                ) from None
-            if key_data.content_type != ContentType.KEY or len(key_data.content) != 32:
-                raise VerificationError(f"{data.name}: {data.key_locator} is not an Ed25519 public key")
-            chain.add_trusted(data.key_locator, Ed25519VerifyKey.from_bytes(key_data.content))
-        chain.verify(data)
+    async def verify(self, data: Data, *, timeout: float = DEFAULT_TIMEOUT, vouched: bool = False) -> None:
+        """Accept `data` or raise VerificationError: `self.validator` decides
+        (see the module docstring).  `vouched`: something already trusted
+        names this Data's digest (an implicit digest in the Interest's name, a
+        verified manifest); only then is a DigestSha256 Data accepted.
+        Certificates and keys the validator does not hold are fetched by key
+        name (CanBePrefix) within `timeout`."""
+        deadline = trio.current_time() + timeout
+
+        async def fetch_key(key_name: Name) -> Data:
+            return await self._fetch_key(key_name, max(deadline - trio.current_time(), 0.05))
+
+        await self.validator.validate(data, fetch_key, vouched=vouched)
+
+    async def _fetch_key(self, key_name: Name, timeout: float) -> Data:
+        """The Data for `key_name` (a certificate or a key: Interest with
+        CanBePrefix).  Concurrent verifications that need the same key share
+        one fetch (e.g. the first answers of a burst of fetches)."""
+        deadline = trio.current_time() + timeout
+        while True:
+            shared = self._key_fetches.get(key_name)
+            if shared is None:
+                break
+            with trio.move_on_at(deadline):
+                await shared[0].wait()
+            result = shared[1]
+            if isinstance(result, Data):
+                return result
+            if isinstance(result, Error):
+                raise Error(str(result))  # (not the same instance: it is raised in its own task too)
+            if not shared[0].is_set():
+                raise Timeout(f"no answer for {key_name} within {timeout:g}s")
+            # the fetch it shared was cancelled: ask again
+        done = trio.Event()
+        entry: list[Any] = [done, None]
+        self._key_fetches[key_name] = entry
+        try:
+            left = max(deadline - trio.current_time(), 0.05)
+            interest = Interest(key_name, can_be_prefix=True, lifetime_ms=int(1000 * min(left, 4.0)))
+            entry[1] = await self.express(interest, timeout=left)
+            return entry[1]
+        except Error as exc:
+            entry[1] = exc
+            raise
+        finally:
+            del self._key_fetches[key_name]
+            done.set()
 
     # --- producer ----------------------------------------------------------------------------
     def sign(self, data: Data) -> Data:
@@ -251,7 +328,9 @@ class Client:
 
         The handler returns bytes (wrapped in a Data signed by this client),
         a Data, or None (no answer); it may be a coroutine function.  If it
-        raises, the consumer gets an error Data (`RemoteError`)."""
+        raises, the consumer gets an error Data (`RemoteError`).  A client
+        without a key signs with a digest only, which consumers fetching with
+        ``verify=True`` refuse: give it ``connect(key=..., cert=...)``."""
         prefix = Name(prefix)
         entry = (prefix, handler)
         await self.command("route", "add", prefix=prefix.to_uri(), face="self", cost=cost)
@@ -266,6 +345,14 @@ class Client:
                         await self.command("route", "remove", prefix=prefix.to_uri(), face="self")
                     except Error:
                         pass
+
+    async def _publish_own_cert(self) -> None:
+        """Hand this client's certificate to its node (``repo publish``, its
+        signature kept), which serves it under its key name: others fetch it
+        to verify what this client signs.  Done by `connect` (one command)."""
+        if self.cert is None:
+            return
+        await self.command("repo", "publish", packets=[encode(self.cert.data)], sign=False)
 
     def _on_interest(self, interest: Interest) -> None:
         comps = interest.name.comps
@@ -337,7 +424,9 @@ class Client:
         its thunk name answers a signed "gone" error.  Synchronous functions
         run in `workers` threads, or with ``pool="processes"`` in as many
         worker processes (then each must be a module-level function,
-        importable by name; ValueError otherwise)."""
+        importable by name; ValueError otherwise).  Answers are signed with
+        this client's key: callers refuse digest-only answers, so a client
+        that hosts functions needs ``connect(key=..., cert=...)``."""
         allow = allow or {}
         specs = [hosted(prefix, fn, allow.get(prefix, ())) for prefix, fn in functions.items()]
         host = FunctionHost(self, specs, await self.node_name(),
@@ -473,9 +562,19 @@ class Client:
 
 
 @asynccontextmanager
-async def connect(path: str | None = None, *, key: SigningKey | None = None,
+async def connect(path: str | None = None, *, key: SigningKey | str | os.PathLike | None = None,
+                  cert: Certificate | str | os.PathLike | None = None, trust: Schema | str | os.PathLike | None = None,
                   keychain: KeyChain | None = None, timeout: float = 5.0) -> AsyncIterator[Client]:
-    """Connect to the local node (socket path resolved as `icnd run` does)."""
+    """Connect to the local node (socket path resolved as `icnd run` does).
+
+    `key`: this client's identity (an `Ed25519Key` or a key file, as written
+    by ``icnd keygen``); `cert`: its certificate (a `Certificate` or a file
+    from ``icnd cert issue``; must certify `key`), handed to the node and
+    served under the key name so that others can fetch it; `trust`: a trust
+    schema (`icnd.trust.Schema` or a schema file) that `fetch` and everything
+    else the client believes is checked against.  A file that cannot be read
+    or parsed raises ValueError (or OSError) naming it."""
+    signing_key, certificate, schema = load_identity(key, cert, trust)
     socket_path = resolve_socket_path(path)
     try:
         with trio.fail_after(timeout):
@@ -484,15 +583,49 @@ async def connect(path: str | None = None, *, key: SigningKey | None = None,
         raise Error(f"cannot connect to icnd at {socket_path}: {exc}. Is `icnd run` running?") from None
     try:
         async with trio.open_nursery() as nursery:
-            client = Client(face, nursery, key=key, keychain=keychain, socket_path=socket_path)
+            client = Client(face, nursery, key=signing_key, keychain=keychain, socket_path=socket_path,
+                            cert=certificate, trust=schema)
             nursery.start_soon(face.run, client.on_receive)
             try:
+                if certificate is not None:  # the node keeps it and serves it under the key name
+                    await client._publish_own_cert()
                 yield client
             finally:
                 await client.aclose()
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         raise unwrap(group) from None
+
+
+def load_identity(key: SigningKey | str | os.PathLike | None, cert: Certificate | str | os.PathLike | None,
+                  trust: Schema | str | os.PathLike | None) -> tuple[SigningKey | None, Certificate | None,
+                                                                      Schema | None]:
+    """`connect`'s key, cert and trust arguments loaded (paths read); ValueError
+    (a `SchemaError` for the schema) or OSError naming the file or the mismatch."""
+    if isinstance(key, (str, os.PathLike)):
+        key = load_key(key)
+    if isinstance(cert, (str, os.PathLike)):
+        cert = load_certificate(cert)  # CertificateError (a ValueError) naming the file
+    if cert is not None:
+        if not isinstance(key, Ed25519Key):
+            raise ValueError(f"a certificate ({cert.name}) needs the Ed25519 key it certifies (key=)")
+        if cert.key_name != key.name or cert.public_key != key.public_bytes():
+            raise ValueError(f"certificate {cert.name} does not certify the key {key.name} "
+                             f"({'another public key' if cert.key_name == key.name else 'another key name'})")
+    if isinstance(trust, (str, os.PathLike)):
+        trust = Schema.load(trust)
+    return key, cert, trust
+
+
+def load_key(path: str | os.PathLike) -> Ed25519Key:
+    """An Ed25519 key file (``icnd keygen``); ValueError or OSError naming it."""
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        buf = f.read(65536)
+    try:
+        return Ed25519Key.from_bytes(buf)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
 
 
 def unwrap(group: BaseExceptionGroup) -> BaseException:

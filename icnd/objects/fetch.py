@@ -29,7 +29,7 @@ import trio
 from icnd.codec import MAX_PARAMS_SIZE, encode, full_name, implicit_digest
 from icnd.endpoint import DEFAULT_TIMEOUT, Endpoint
 from icnd.errors import Error, Nacked, NotFound, Timeout, VerificationError, raise_for_error
-from icnd.name import T_VERSION, Name, NameLike
+from icnd.name import T_DIGEST, T_VERSION, Name, NameLike
 from icnd.objects.manifest import (
     DEFAULT_SEGMENT_SIZE,
     MANIFEST,
@@ -76,21 +76,41 @@ async def fetch(ep: Endpoint, name: NameLike, *, timeout: float = DEFAULT_TIMEOU
     return data
 
 
+def vouched_by(interest: Interest, data: Data) -> bool:
+    """True if `interest` named `data` by its implicit digest (``.../sha256digest=…``):
+    then the asker already knew exactly which Data it wanted, and a
+    DigestSha256 signature is enough (`icnd.trust.validator`)."""
+    comps = interest.name.comps
+    if not comps or comps[-1][0] != T_DIGEST or len(comps) != len(data.name.comps) + 1:
+        return False
+    return comps[-1][1:] == implicit_digest(data) and comps[:-1] == data.name.comps
+
+
+async def _verify(ep: Endpoint, interest: Interest, data: Data, timeout: float) -> None:
+    if vouched_by(interest, data):
+        await ep.verify(data, timeout=timeout, vouched=True)
+    else:  # an endpoint written before `vouched` existed is called as it expects
+        await ep.verify(data, timeout=timeout)
+
+
 async def verified(ep: Endpoint, interest: Interest, data: Data, timeout: float) -> Data:
-    """`data` (the answer to `interest`) if it verifies; else, once, the
+    """`data` (the answer to `interest`) if the endpoint's validator accepts
+    it -- a digest-only Data only when `interest` named its implicit digest
+    (`vouched_by`); a manifest goes through here, so a digest-only manifest
+    is refused and with it every segment it would vouch for --; else, once, the
     answer from past the caches: the node evicts that exact Data (by its
     implicit digest, so a good Data of the same name is kept) and the
     Interest goes again with MustBeFresh and a new nonce [issue #15, D8].
     Raises VerificationError if the second answer does not verify either,
     or is the same bad Data again; never returns unverified data."""
     try:
-        await ep.verify(data, timeout=timeout)
+        await _verify(ep, interest, data, timeout)
         return data
     except VerificationError:
         again = await refetch_past_cache(ep, interest, data, timeout)
         if again is None:
             raise
-    await ep.verify(again, timeout=timeout)
+    await _verify(ep, interest, again, timeout)
     return again
 
 

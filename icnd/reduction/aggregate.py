@@ -670,7 +670,10 @@ class Aggregator:
         content = pack(meta, e.acc)
         if partial:
             self.counters["agg_partials"] += 1
-            data = _digest.sign(Data(e.name, content, ContentType.PARTIAL, freshness_ms=0))
+            data = Data(e.name, content, ContentType.PARTIAL, freshness_ms=0)
+            # a consumer's answer is signed like a complete one (a digest-only Data verifies for no
+            # consumer: #16); a subtree's partial for a parent aggregator keeps the digest
+            data = self.signer(data) if req.subset is None else _digest.sign(data)
         else:
             self.counters["agg_results"] += 1
             data = Data(e.name, content, ContentType.AGGREGATE, freshness_ms=AGGREGATE_FRESHNESS_MS)

@@ -177,8 +177,10 @@ async def contribute(ep: Endpoint, group: str, rnd: int, array: Any, member: str
         nonlocal added
         meta = SegmentMeta(dt.str, arr.shape, nseg, s)
         content = pack(meta, flat[s * seg_elems:(s + 1) * seg_elems])
-        data = _digest.sign(Data(contrib_name(m.node, member, group, rnd, s), content,
-                                 freshness_ms=CONTRIB_FRESHNESS_MS))
+        # handed to another node: signed with this client's key when it has one (a node with a trust
+        # schema accepts only contributions its validator accepts); to its own node: the digest
+        sign = ep.sign if m.node != me and getattr(ep, "key", None) is not None else _digest.sign
+        data = sign(Data(contrib_name(m.node, member, group, rnd, s), content, freshness_ms=CONTRIB_FRESHNESS_MS))
         remaining = max(0.1, deadline - trio.current_time())
         if m.node == me:
             result = await ep.command("reduce", "contribute", packets=[encode(data)], timeout=remaining)

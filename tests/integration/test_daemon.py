@@ -10,6 +10,8 @@ import trio
 
 import icnd
 from icnd import Interest, Nack, NackReason, Name
+from icnd.security import Ed25519Key
+from icnd.trust.cert import self_signed
 
 
 async def line3(daemons):
@@ -52,7 +54,8 @@ async def test_line3_publish_fetch_and_cache_hit_on_path(daemons) -> None:
 
 async def test_200_concurrent_fetches_all_correct(daemons) -> None:
     a, b, c = await line3(daemons)
-    async with c.connect() as cc:
+    key = Ed25519Key.generate(Name("/data"))  # signed answers (a digest-only one verifies for no one)
+    async with icnd.connect(c.socket, key=key, cert=self_signed(key)) as cc:
         async def handler(interest: Interest) -> bytes:
             return b"reply:" + interest.name.to_uri().encode()
 

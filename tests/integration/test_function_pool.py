@@ -12,7 +12,9 @@ import pytest
 import trio
 
 import icnd
+from icnd.security import Ed25519Key
 from icnd.topology import launch, parse
+from icnd.trust.cert import self_signed
 from tests.integration.hosted import crash, echo, exit_now, pid, sleep
 
 
@@ -27,11 +29,12 @@ def _alive(p: int) -> bool:
 
 async def test_client_hosted_functions_run_in_worker_processes(tmp_path) -> None:
     async with launch(parse({"nodes": {"a": {}}})) as net:
-        host_client = await net.connect("a")
         caller = await net.connect("a")
         functions = {"/fn/pid": pid, "/fn/echo": echo, "/fn/crash": crash, "/fn/sleep": sleep, "/fn/exit": exit_now,
                      "/fn/fail": __import__("apps.functions", fromlist=["fail"]).fail}
-        async with host_client.host(functions, workers=2, pool="processes"):
+        key = Ed25519Key.generate(icnd.Name("/fn/host"))  # the host signs its answers (callers verify them)
+        async with icnd.connect(net.nodes["a"].socket, key=key, cert=self_signed(key)) as host_client, \
+                host_client.host(functions, workers=2, pool="processes"):
             workers = {await caller.call("/fn/pid", timeout=30) for _ in range(6)}
             assert os.getpid() not in workers and (await net.status("a"))["pid"] not in workers
             assert 1 <= len(workers) <= 2

@@ -9,7 +9,9 @@ import pytest
 import trio
 
 import icnd
+from icnd.security import Ed25519Key
 from icnd.topology import launch, parse
+from icnd.trust.cert import self_signed
 
 
 def slow_double(x: int) -> int:
@@ -19,9 +21,10 @@ def slow_double(x: int) -> int:
 
 async def test_results_are_kept_for_the_retention_time_then_gone() -> None:
     async with launch(parse({"nodes": {"a": {}}})) as net:
-        host_client = await net.connect("a")
         caller = await net.connect("a")
-        async with host_client.host({"/fn/double": slow_double}, retention=1.0) as host:
+        key = Ed25519Key.generate(icnd.Name("/fn/host"))  # the host signs its answers (callers verify them)
+        async with icnd.connect(net.nodes["a"].socket, key=key, cert=self_signed(key)) as host_client, \
+                host_client.host({"/fn/double": slow_double}, retention=1.0) as host:
             assert await caller.call("/fn/double", 21, timeout=10) == 42
             (thunk_id,) = host._jobs  # the one job, retained
             thunk = host.thunk_prefix.append(thunk_id)

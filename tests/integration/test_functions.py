@@ -13,6 +13,7 @@ import trio
 import icnd
 from icnd.errors import error_fields
 from icnd.topology import launch, parse
+from icnd.trust.cert import self_signed
 
 FUNCTIONS = [
     "apps.functions:matmul=/fn/matmul",
@@ -113,9 +114,11 @@ async def test_unauthorized_caller_never_runs_the_function(net, tmp_path, reflex
         calls.append(x)
         return x
 
-    host_client = await net.connect("h1")
     allowed_key = icnd.security.Ed25519Key.generate(icnd.Name("/client/alice"))
-    async with host_client.host({"/fn/guarded": guarded}, allow={"/fn/guarded": ["/client/alice"]}):
+    host_key = icnd.security.Ed25519Key.generate(icnd.Name("/fn/guarded/host"))  # signs its answers; its
+    # certificate, served by h1, is reached along the /fn/guarded routes
+    async with icnd.connect(net.nodes["h1"].socket, key=host_key, cert=self_signed(host_key)) as host_client, \
+            host_client.host({"/fn/guarded": guarded}, allow={"/fn/guarded": ["/client/alice"]}):
         await (await net.connect("r")).command("route", "add", prefix="/fn/guarded", face=net.nodes["h1"].udp_uri)
         async with icnd.connect(net.nodes["client"].socket) as stranger:
             await stranger.command("route", "add", prefix="/fn/guarded", face=net.nodes["r"].udp_uri)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 import icnd
+from icnd.security import Ed25519Key
 from icnd.testing.processes import Daemon
+from icnd.trust.cert import self_signed
 
 
 @pytest.fixture
@@ -19,7 +21,8 @@ def daemon(tmp_path):
 
 
 def test_sync_publish_fetch_serve_and_errors(daemon) -> None:
-    with icnd.sync.connect(daemon) as c, icnd.sync.connect(daemon) as other:
+    key = Ed25519Key.generate(icnd.Name("/sync"))  # c's answers are signed (and its certificate served)
+    with icnd.sync.connect(daemon, key=key, cert=self_signed(key)) as c, icnd.sync.connect(daemon) as other:
         c.publish("/sync/hello", b"hi there", freshness=5)
         assert other.fetch("/sync/hello").content == b"hi there"
         with c.serve("/sync/echo", lambda interest: b"echo:" + bytes(interest.name[-1])):
