@@ -57,6 +57,10 @@ def build_config(args: argparse.Namespace) -> NodeConfig:
         cfg.groups = [parse_group_flag(text) for text in args.group]
     if args.data_dir is not None:
         cfg.data_dir = args.data_dir
+    for attr in ("key", "cert", "trust"):  # relative to the working directory (the file's: to the file)
+        value = getattr(args, attr, None)
+        if value is not None:
+            setattr(cfg, attr, os.path.abspath(value))
     if args.log_level is not None:
         cfg.log_level = args.log_level
     if args.log_json:
@@ -139,6 +143,15 @@ def add_commands(subparsers: Any) -> None:
                      help="directory for the node's identity key, published data and objects, kept "
                      "across restarts (default: none: a fresh identity, published data in memory, "
                      "objects in a temporary directory)")
+    run.add_argument("--key", metavar="FILE",
+                     help="the node's identity key (icnd keygen; default: --data-dir's identity.key, else a "
+                     "fresh one at every start)")
+    run.add_argument("--cert", metavar="FILE",
+                     help="a certificate of that key (icnd cert self|issue), served under its name (default: "
+                     "a self-signed one made at start); one of another key is an error")
+    run.add_argument("--trust", metavar="FILE",
+                     help="the trust schema (TOML, see docs/security.md) the node applies to function callers, "
+                     "group descriptors and contributions from other nodes (default: none: integrity only)")
     run.add_argument("--log-level", metavar="LEVEL", type=str.lower, choices=LOG_LEVELS,
                      help=f"one of {', '.join(LOG_LEVELS)} (default: info)")
     run.add_argument("--log-json", action="store_true", default=None,

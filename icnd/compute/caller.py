@@ -32,7 +32,7 @@ import msgpack
 import trio
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
-from icnd.codec import signed_portion_of_wire
+from icnd.codec import encode, signed_portion_of_wire
 from icnd.compute.rice import (
     ARG,
     AUTH,
@@ -146,6 +146,7 @@ class Caller:
         self.ep = ep
         self.sessions = CallerSessions()  # session keys function hosts granted (small calls)
         self._key: Ed25519Key | None = None
+        self._cert_wire: tuple[Any, bytes] | None = None  # (the endpoint's certificate, its encoding)
 
     def key(self) -> Ed25519Key:
         """The key that proves who is calling: the endpoint's own Ed25519 key,
@@ -155,6 +156,17 @@ class Caller:
         if self._key is None:
             self._key = Ed25519Key.generate(Name(["client", secrets.token_hex(8)]))
         return self._key
+
+    def certificate(self) -> bytes | None:
+        """The wire encoding of the endpoint's certificate (its ``cert``, if it
+        has one) when it certifies the key calls are signed with."""
+        cert = getattr(self.ep, "cert", None)
+        key = self.key()
+        if cert is None or getattr(cert, "key_name", None) != key.name or cert.public_key != key.public_bytes():
+            return None
+        if self._cert_wire is None or self._cert_wire[0] is not cert:
+            self._cert_wire = (cert, encode(cert.data))
+        return self._cert_wire[1]
 
     async def call(self, fn: Name, args: tuple, *, timeout: float, pure: bool, lifetime: float = TI_LIFETIME,
                    segment_size: int = DEFAULT_SEGMENT_SIZE, reflexive: bool = False) -> Any:
@@ -231,6 +243,9 @@ class Caller:
                 body["kx"] = kx
             body.update(pub=key.public_bytes(), key=key.name.comps,
                         sig=key.sign_bytes(call_proof(base, ts, encoded, kx)))
+            cert = self.certificate()
+            if cert is not None:  # so that a host with a trust schema need not fetch it
+                body["cert"] = cert
         return Interest.with_params(base, msgpack.packb(body, use_bin_type=True), lifetime_ms=int(lifetime * 1000))
 
     async def _express_busy(self, interest: Interest, deadline: float, lifetime: float) -> Data:
@@ -307,7 +322,11 @@ class Caller:
             comps = interest.name.comps
             what = comps[1] if len(comps) > 1 else b""
             if what == AUTH and len(comps) == 3:
-                body = msgpack.packb({"ti": ti_name.to_uri(), "pub": key.public_bytes()})
+                proof: dict[str, Any] = {"ti": ti_name.to_uri(), "pub": key.public_bytes()}
+                cert = self.certificate()
+                if cert is not None:
+                    proof["cert"] = cert
+                body = msgpack.packb(proof, use_bin_type=True)
                 return key.sign(Data(interest.name, body))
             if what == MANIFEST and len(comps) == 2:
                 return _DIGEST.sign(Data(interest.name, manifest))

@@ -12,6 +12,11 @@ kept for the retention time.  Every refusal or failure is a signed ERROR
 (`icnd.errors.error_data`) whose message is cut at `MAX_ERROR_MESSAGE`.
 Sessions (see `icnd.compute.caller.CallerSessions`) let a known caller's
 small calls be proven, and answered, by MACs instead of signatures.
+The policy is one method, `_admits`, for every form of call: the allow list
+(key-name prefixes or trust-schema patterns) and, when the host's validator
+has a trust schema, the caller's certificate chain (carried in its signed
+call, or fetched by key name); a session's calls pass it again, through the
+validator's cache, so a session never outlives the caller's certificate.
 """
 
 from __future__ import annotations
@@ -52,6 +57,8 @@ from icnd.objects.fetch import fetch_segments, publish_object
 from icnd.objects.manifest import Manifest
 from icnd.packet import ContentType, Data, Interest, Nack, NackReason
 from icnd.security import KEY_ID_LEN, Ed25519VerifyKey, HmacKey, HmacVerifyKey, SigningKey
+from icnd.trust.cert import Certificate, CertificateError, certificate_from_bytes
+from icnd.trust.validator import FetchCert, Validator
 
 log = logging.getLogger("icnd.compute")
 
@@ -61,6 +68,9 @@ INLINE_BUDGET = 0.2  # a result ready this fast comes back in the trigger Data
 INLINE_MAX = 256 * 1024  # larger results always go through a thunk (as an object)
 MAX_CLOCK_SKEW = 120.0  # seconds: a small call's signed timestamp must be this fresh
 MAX_ERROR_MESSAGE = 1000  # characters of an error message (a function's exception's) an ERROR carries
+
+
+PUBLISH_SLOTS = 4  # results being stored as objects at once (the node's store takes 8 uploads)
 
 
 @dataclass(frozen=True)
@@ -141,6 +151,7 @@ class HostSession:
     proofs: HmacVerifyKey  # checks the caller's small-call proofs
     answers: HmacKey  # MACs the answers, named `session_key_name(sid)`
     principal: Name  # the caller's key name, proven by the Ed25519-signed call that asked for it
+    public_key: bytes  # the caller's public key (checked again, through the validator's cache, per call)
     expires: float  # trio time
 
 
@@ -163,10 +174,16 @@ class FunctionHost:
     or the node's own in-process client for ``--function``)."""
 
     def __init__(self, ep: Endpoint, functions: list[HostedFunction], node_name: Name, *,
-                 limits: HostLimits = HostLimits(), workers: int = 4, pool: str = "threads") -> None:
+                 limits: HostLimits = HostLimits(), workers: int = 4, pool: str = "threads",
+                 validator: Validator | None = None, fetch_cert: FetchCert | None = None) -> None:
         """Synchronous functions run in `workers` threads, or with ``pool =
         "processes"`` in as many worker processes (`icnd.compute.pool`): each
-        must then be importable by name (ValueError otherwise)."""
+        must then be importable by name (ValueError otherwise).
+
+        `validator` (default: the endpoint's, if it has one) decides, when it
+        has a trust schema, whether a caller's key is certified (its chain
+        reaches an anchor); `fetch_cert` fetches a certificate by key name
+        (default: an Interest with CanBePrefix through the endpoint)."""
         if pool not in POOLS:
             raise ValueError(f"function pool {pool!r}: expected one of {', '.join(POOLS)}")
         self.processes = ProcessPool(workers) if pool == "processes" else None
@@ -179,6 +196,8 @@ class FunctionHost:
                                      "it is not importable as MODULE:CALLABLE (a lambda, closure or method?)")
         self.closed = False
         self.ep = ep
+        self.validator: Validator | None = validator if validator is not None else getattr(ep, "validator", None)
+        self._fetch_cert = fetch_cert or self._express_cert
         self.functions = sorted(functions, key=lambda f: -len(f.prefix))
         self.node_name = node_name
         self.thunk_prefix = node_name.append_wire(THUNK)
@@ -195,6 +214,9 @@ class FunctionHost:
         # finished jobs in the order they finished, each kept until `retention` after
         self._retained: deque[tuple[float, Job]] = deque()
         self._retained_added = trio.Event()
+        # large results stored as objects a few at a time: the node's object store takes a
+        # bounded number of uploads at once (issue #15, D6: more were refused, their calls lost)
+        self._publish_slots = trio.Semaphore(PUBLISH_SLOTS)
         self._nursery: trio.Nursery | None = None
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -316,12 +338,12 @@ class FunctionHost:
         # 1. who is calling, checked before anything else
         challenge = secrets.token_bytes(16)
         auth = await self._pull(base.append_wire(AUTH, generic(challenge)))
-        principal = self._check_auth(auth, ti)
-        if principal is None or not self._admits(fn, principal):
+        proven = self._check_auth(auth, ti)
+        refusal = "the caller's proof of identity is invalid" if proven is None else \
+            await self._admits(fn, proven[0], proven[1], proven[2])
+        if refusal is not None:
             self.counters["fn_unauthorized"] += 1
-            why = "the caller's proof of identity is invalid" if principal is None else \
-                f"{principal} may not call {fn.prefix}"
-            return self._error(ti.name, "unauthorized", f"{ti.name}: {why}")
+            return self._error(ti.name, "unauthorized", f"{ti.name}: {refusal}")
         # 2. what is coming, checked before any bulk transfer
         manifest_data = await self._pull(base.append_wire(MANIFEST))
         try:
@@ -360,10 +382,13 @@ class FunctionHost:
             offered, kx = body.get("sessions"), body.get("kx")
             if kx is not None and (offered is not None or not (isinstance(kx, bytes) and len(kx) == 32)):
                 raise ValueError("malformed session key offer (only a signed call may make one)")
+            cert = body.get("cert")
             if offered is None:
                 pub, sig, key_name = body["pub"], body["sig"], _key_name(body["key"])
                 if not isinstance(pub, bytes) or not isinstance(sig, bytes):
                     raise ValueError("malformed proof")
+                if cert is not None and not isinstance(cert, bytes):
+                    raise ValueError("malformed certificate")
             elif not (isinstance(offered, list) and 0 < len(offered) <= MAX_OFFERED_SESSIONS and all(
                     isinstance(o, list) and len(o) == 2 and all(isinstance(v, bytes) for v in o) for o in offered)):
                 raise ValueError("malformed session proofs")
@@ -380,6 +405,8 @@ class FunctionHost:
                                            f"{self.node_name} holds none of the call's sessions"))
             counters["fn_session_calls"] += 1
             principal = session.principal if session is not None and _fresh(ts) else None
+            if session is not None:
+                pub, cert = session.public_key, None
         else:
             counters["fn_signed_calls"] += 1
             principal = self._check_proof(key_name, pub, sig, call_proof(base, ts, encoded, kx), ts)
@@ -388,9 +415,12 @@ class FunctionHost:
             counters["fn_unauthorized"] += 1
             return self._error(ti.name, "unauthorized", f"{ti.name}: the caller's proof of identity is invalid",
                                signer)
-        if not self._admits(fn, principal):
+        # the same policy for a session's call as for the signed call that got it (the validator's
+        # cache makes the certificate check a lookup; once the chain is no longer valid, it fails)
+        refusal = await self._admits(fn, principal, pub, cert)
+        if refusal is not None:
             counters["fn_unauthorized"] += 1
-            return self._error(ti.name, "unauthorized", f"{principal} may not call {fn.prefix}", signer)
+            return self._error(ti.name, "unauthorized", refusal, signer)
         try:
             args = [decode_value(b) for b in encoded]
         except DecodeError as exc:
@@ -398,7 +428,7 @@ class FunctionHost:
             return self._error(ti.name, "bad-arguments", str(exc), signer)
         digest = hashlib.sha256(b"".join(hashlib.sha256(b).digest() for b in encoded)).digest()
         answer = await self._start(fn, ti.name, args, memo_key=(fn.prefix.comps, digest), signer=signer)
-        return answer if kx is None else self._grant(answer, kx, principal)
+        return answer if kx is None else self._grant(answer, kx, principal, pub)
 
     def _session_for(self, offered: list[list[bytes]], message: bytes) -> tuple[HostSession | None, bool]:
         """(the session of ours among `offered` -- [sid, MAC] pairs -- if its
@@ -416,7 +446,7 @@ class FunctionHost:
             return (session if session.proofs.is_valid(message, mac) else None), True
         return None, False
 
-    def _grant(self, answer: Data, kx: bytes, principal: Name) -> Data:
+    def _grant(self, answer: Data, kx: bytes, principal: Name, public_key: bytes) -> Data:
         """Wrap `answer` in a GRANT of a new session for `principal`, keyed by
         X25519 between the caller's offer `kx` and a fresh key of ours."""
         mine = X25519PrivateKey.generate()
@@ -428,7 +458,7 @@ class FunctionHost:
         host_kx = mine.public_key().public_bytes_raw()
         proof_key, answer_key = session_keys(shared, sid, kx, host_kx)
         self._sessions[sid] = HostSession(HmacVerifyKey(proof_key), HmacKey(session_key_name(sid), answer_key),
-                                          principal, trio.current_time() + SESSION_TTL)
+                                          principal, public_key, trio.current_time() + SESSION_TTL)
         while len(self._sessions) > self.limits.max_sessions:
             self._sessions.popitem(last=False)
         self.counters["fn_sessions_granted"] += 1
@@ -460,11 +490,14 @@ class FunctionHost:
             h.update(digests)
         return h.digest()
 
-    def _check_auth(self, auth: Data, ti: Interest) -> Name | None:
-        """The caller's key name if `auth` is a valid, fresh proof for this trigger."""
+    def _check_auth(self, auth: Data, ti: Interest) -> tuple[Name, bytes, bytes | None] | None:
+        """(the caller's key name, its public key, the certificate it sent if
+        any) if `auth` is a valid, fresh proof for this trigger."""
         try:
             body = msgpack.unpackb(auth.content, raw=False)
-            pub, ti_uri = body["pub"], body["ti"]
+            pub, ti_uri, cert = body["pub"], body["ti"], body.get("cert")
+            if cert is not None and not isinstance(cert, bytes):
+                return None
             kl = auth.key_locator
             if ti_uri != ti.name.to_uri() or kl is None or len(kl) < 2 or bytes(kl[-2]) != b"KEY":
                 return None
@@ -473,7 +506,7 @@ class FunctionHost:
             verifier = _verify_key(pub)
             if not verifier.verifies(signed_portion_of_wire(auth), auth.sig_value):
                 return None
-            return kl
+            return kl, pub, cert
         except Exception:
             return None
 
@@ -493,18 +526,55 @@ class FunctionHost:
             Manifest(Name("/x"), 0, size, segment_size, digests)  # validates sizes and digest count
         return {"segment_size": segment_size, "args": args}
 
-    @staticmethod
-    def _admits(fn: HostedFunction, principal: Name | None) -> bool:
-        """The one policy every call passes, whatever its form, before anything
-        (the memo included) answers it: `principal` is the caller's proven key
-        name, None for an anonymous call (a ``params-sha256=`` pure call carries
-        no proof).  An anonymous call is admitted only by a pure function
-        without an allow list: a host with an allow list answers only proven
-        callers, each under its own call's name, so no result of it is ever
-        cacheable by a name anyone may ask for."""
+    async def _admits(self, fn: HostedFunction, principal: Name | None, public_key: bytes | None = None,
+                      cert: bytes | None = None) -> str | None:
+        """The one policy every call passes, whatever its form (signed, by
+        session, pure), before anything (the memo included) answers it: None
+        if admitted, else why not.  `principal` is the caller's proven key name
+        (`public_key` its key; `cert` the certificate the call carried, if
+        any), None for an anonymous call (a ``params-sha256=`` pure call
+        carries no proof).  An anonymous call is admitted only by a pure
+        function without an allow list: a host with an allow list answers only
+        proven callers, each under its own call's name, so no result of it is
+        ever cacheable by a name anyone may ask for.  A proven caller's key
+        name must match the allow list (name prefixes or schema patterns) and,
+        when the host's validator has a trust schema, its certificate chain
+        must reach an anchor, every certificate valid now."""
         if principal is None:
-            return fn.info.pure and not fn.allow
-        return fn.allows(principal)
+            if fn.info.pure and not fn.allow:
+                return None
+            return (f"{fn.prefix} admits only proven callers: call it signed (a params-sha256 name alone "
+                    "proves no caller)")
+        if not fn.allows(principal):
+            return f"{principal} may not call {fn.prefix}"
+        validator = self.validator
+        if validator is None or validator.schema is None:
+            return None
+        if public_key is None:
+            return f"{principal}: no public key to check"
+        if cert is not None:
+            self._offer(validator, principal, public_key, cert)
+        try:
+            await validator.validate_key(principal, public_key, self._fetch_cert)
+        except VerificationError as exc:
+            return f"{principal} may not call {fn.prefix}: {exc}"
+        return None
+
+    @staticmethod
+    def _offer(validator: Validator, principal: Name, public_key: bytes, wire: bytes) -> None:
+        """Hand the validator the certificate a call carried (checked when used,
+        like a fetched one); one for another key, or malformed, is ignored."""
+        try:
+            cert: Certificate = certificate_from_bytes(wire, "the caller's certificate")
+        except CertificateError:
+            return
+        if cert.key_name == principal and cert.public_key == public_key:
+            validator.offer([cert])
+
+    async def _express_cert(self, key_name: Name) -> Data:
+        """A certificate by key name, through the endpoint (the default `fetch_cert`)."""
+        return await self.ep.express(Interest(key_name, can_be_prefix=True, lifetime_ms=2000), timeout=2.0,
+                                     retx=1.0)
 
     async def _pure_call(self, fn: HostedFunction, interest: Interest) -> Data | Nack | None:
         """An anonymous ``/fn/NAME/params-sha256=<d>`` call: the policy first,
@@ -512,11 +582,10 @@ class FunctionHost:
         if not fn.info.pure:
             self.counters["fn_bad_calls"] += 1
             return self._error(interest.name, "not-pure", f"{fn.prefix} is not a pure function")
-        if not self._admits(fn, None):
+        refusal = await self._admits(fn, None)
+        if refusal is not None:
             self.counters["fn_unauthorized"] += 1
-            return self._error(interest.name, "unauthorized",
-                               f"{fn.prefix} admits only proven callers: call it signed (a params-sha256 name "
-                               "alone proves no caller)")
+            return self._error(interest.name, "unauthorized", refusal)
         key = (fn.prefix.comps, interest.name.comps[-1])
         memo = self._memo_get(key)
         if memo is not None:
@@ -630,11 +699,16 @@ class FunctionHost:
 
     async def _publish(self, job: Job) -> None:
         try:
-            await publish_object(self.ep, self.thunk_prefix.append_wire(generic(job.thunk_id)),
-                                 job.result or b"", freshness=self.limits.retention)
+            async with self._publish_slots:
+                await publish_object(self.ep, self.thunk_prefix.append_wire(generic(job.thunk_id)),
+                                     job.result or b"", freshness=self.limits.retention)
             job.published = True
         except Error as exc:
             job.error = ("result-unavailable", f"the result could not be stored: {exc}")
+        finally:
+            # stored (or failed): the node holds it now; the host keeps only the job's state, so
+            # retained jobs cost bytes only in the node's bounded object store (issue #15, D6)
+            job.result = None
 
     async def _forget(self, job: Job) -> None:
         self._jobs.pop(job.thunk_id, None)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, TypeVar, overload
 
 from icnd.name import Name
+from icnd.trust.schema import Pattern
 
 _ATTR = "__icnd_function__"
 
@@ -56,7 +57,8 @@ def info(fn: Callable) -> FunctionInfo:
 class HostedFunction:
     prefix: Name
     fn: Callable[..., Any]
-    allow: tuple[Name, ...] = ()  # key-name prefixes allowed to call; empty: any validly signed caller
+    # who may call: key-name prefixes or schema patterns ("/net/<user>/KEY/<*>"); empty: any proven caller
+    allow: tuple[Name | Pattern, ...] = ()
     info: FunctionInfo = field(default_factory=FunctionInfo)
     target: str | None = None  # MODULE:CALLABLE that imports `fn` (what a worker process runs), when known
 
@@ -65,7 +67,17 @@ class HostedFunction:
         return inspect.iscoroutinefunction(self.fn)
 
     def allows(self, key_name: Name) -> bool:
-        return not self.allow or any(p.is_prefix_of(key_name) for p in self.allow)
+        """`key_name` matches an allow entry (a prefix, or a schema pattern as in
+        `icnd.trust.validator.caller_allowed`), or there is no allow list."""
+        if not self.allow:
+            return True
+        for entry in self.allow:
+            if isinstance(entry, Pattern):
+                if entry.match(key_name) is not None:
+                    return True
+            elif entry.is_prefix_of(key_name):
+                return True
+        return False
 
 
 def load_callable(target: str) -> Callable[..., Any]:
@@ -105,4 +117,12 @@ def hosted(prefix: str | Name, fn: Callable[..., Any], allow: list[str] | tuple 
     prefix = Name(prefix)
     if len(prefix) < 1:
         raise ValueError("a function prefix needs at least one component, e.g. /fn/NAME")
-    return HostedFunction(prefix, fn, tuple(Name(a) for a in allow), info(fn), target)
+    entries: list[Name | Pattern] = []
+    for a in allow:
+        if isinstance(a, (Name, Pattern)):
+            entries.append(a)
+        elif "<" in a:
+            entries.append(Pattern.parse(a))  # ValueError naming the bad component
+        else:
+            entries.append(Name(a))
+    return HostedFunction(prefix, fn, tuple(entries), info(fn), target)

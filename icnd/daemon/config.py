@@ -7,6 +7,7 @@ so a typo never silently falls back to a default.
 
 from __future__ import annotations
 
+import os
 import socket as _socket
 import tomllib
 from dataclasses import dataclass, field, fields
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from icnd.errors import Error
 from icnd.faces.uri import parse_face_uri
 from icnd.name import Name
+from icnd.trust.schema import Pattern
 
 if TYPE_CHECKING:
     from icnd.reduction.group import GroupDescriptor
@@ -68,6 +70,9 @@ class NodeConfig:
     functions: list[FunctionSpec] = field(default_factory=list)
     groups: list[GroupConfig] = field(default_factory=list)
     data_dir: str = ""
+    key: str = ""  # the node's identity key file (icnd keygen); default: data_dir/identity.key or ephemeral
+    cert: str = ""  # a certificate of that key (icnd cert); default: a self-signed one made at start
+    trust: str = ""  # the trust schema (TOML) the node applies; default: none (integrity only)
     log_level: str = "info"
     log_json: bool = False
     cs_capacity_mb: float = 64.0
@@ -110,6 +115,7 @@ class NodeConfig:
 
 
 _LIST_OF_STR = ("listen", "ndn_listen", "faces")
+_PATHS_RELATIVE_TO_FILE = ("key", "cert", "trust")
 
 
 def load(path: str) -> NodeConfig:
@@ -120,7 +126,13 @@ def load(path: str) -> NodeConfig:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    return from_dict(raw, origin=path)
+    cfg = from_dict(raw, origin=path)
+    base = os.path.dirname(os.path.abspath(path))
+    for attr in _PATHS_RELATIVE_TO_FILE:  # as a trust schema's anchors: relative to the file that names them
+        value = getattr(cfg, attr)
+        if value and not os.path.isabs(value):
+            setattr(cfg, attr, os.path.join(base, value))
+    return cfg
 
 
 def from_dict(raw: dict[str, Any], origin: str = "<config>") -> NodeConfig:
@@ -185,7 +197,14 @@ def _function(v: dict, where: str) -> FunctionSpec:
         raise ConfigError(f"{where}: needs target (MODULE:CALLABLE) and prefix (/fn/NAME) strings")
     allow = v.get("allow", [])
     if not isinstance(allow, list) or not all(isinstance(a, str) and a.startswith("/") for a in allow):
-        raise ConfigError(f"{where}: allow must be a list of key-name prefixes like \"/client/alice\"")
+        raise ConfigError(f"{where}: allow must be a list of key-name prefixes like \"/client/alice\" "
+                          "or schema patterns like \"/net/<user>/KEY/<*>\"")
+    for a in allow:
+        if "<" in a:
+            try:
+                Pattern.parse(a)
+            except ValueError as exc:
+                raise ConfigError(f"{where}: allow: {exc}") from None
     return FunctionSpec(v["target"], v["prefix"], list(allow))
 
 

@@ -27,8 +27,17 @@ forwarding decision.  A packet's way through the node:
    ``/node/<me>``, what was published through the node) are answered by the
    producer table (`icnd.daemon.producers`): the repo and object store
    (`icnd.objects.service`), member contributions and group announcements
-   (`icnd.reduction.service`), and the node's ping, key and status; their
+   (`icnd.reduction.service`), the certificates it holds
+   (`icnd.daemon.certs`), and the node's ping, certificate and status; their
    answers go back into the forwarder as packets from the internal face.
+
+Trust (interface §13): the node's identity is ``--key`` (else the data
+dir's key, else a fresh one), its certificate ``--cert`` (checked to certify
+that key; else self-signed), and ``--trust`` a schema for its one
+`icnd.trust.Validator`, which decides on function callers
+(`icnd.compute.host`), group announcements and contributions handed over by
+other nodes (`icnd.reduction.service`); it fetches certificates through the
+node's in-process client (`fetch_certificate`).
 
 Start-up is two-phase so that configuration errors and busy ports fail
 before anything runs: `bind()` opens every listener and store, loads the
@@ -92,6 +101,9 @@ from icnd.reduction.contrib import ContributionStore, GroupTable
 from icnd.reduction.group import REDUCE
 from icnd.reduction.service import ReductionService
 from icnd.security import Ed25519Key, KeyChain
+from icnd.trust import Certificate, Schema, SchemaError, Validator, load_certificate, self_signed
+from icnd.trust.cert import CertificateError
+from icnd.daemon.certs import CertificateTable
 
 log = logging.getLogger("icnd.node")
 
@@ -168,8 +180,14 @@ class Node:
         self.ready = trio.Event()
         self._functions: list[HostedFunction] = []
         self.function_host: Any = None
+        self._internal: Any = None  # the in-process client (icnd.client.door.Client) on a memory face, once made
+        self._internal_lock = trio.Lock()
+        # the certificates this node serves (its own, its anchors', its clients')
+        self.certs = CertificateTable(lambda name: self.fw.fib.add(name, INTERNAL_FACE, 0))
         # set by bind():
         self.key: Ed25519Key
+        self.cert: Certificate  # the node's certificate (--cert, or self-signed)
+        self.validator: Validator  # the one validator: function callers, group descriptors, contributions
         self.published: ObjectService  # repo and object store
         self.reduction: ReductionService  # groups and contributions
 
@@ -183,12 +201,18 @@ class Node:
             except ValueError as exc:
                 raise StartupError(f"strategy for {spec[0]}: {exc}") from None
         self._load_identity()
+        self._load_trust()
         self.aggregator.signer = self.key.sign
         for group in cfg.groups:
             try:
                 self.groups.add_config(group.descriptor())
             except ValueError as exc:
                 raise StartupError(f"group {group.name}: {exc}") from None
+        if self.validator.schema is not None:
+            for f in cfg.functions:
+                if not f.allow:
+                    log.info("function %s: no allow list: any caller whose certificate chain verifies under "
+                             "%s may call it", f.prefix, cfg.trust)
         try:
             self._functions = [hosted(f.prefix, load_callable(f.target), f.allow, target=f.target)
                                for f in cfg.functions]
@@ -217,18 +241,20 @@ class Node:
         fw = self.fw
         self.published = ObjectService(repo, objects, fib=fw.fib, cs=fw.cs, key=self.key, face=INTERNAL_FACE)
         self.reduction = ReductionService(self.name, self.key, self.groups, self.contrib,
-                                          deliver=self.deliver, clock=trio.current_time)
+                                          deliver=self.deliver, clock=trio.current_time, validator=self.validator,
+                                          fetch_cert=self.fetch_certificate, spawn=self._spawn)
         producers = self.producers
         self.published.register(producers)
         self.reduction.register(producers)
-        add_node_producers(producers, self.key, self.status)
+        producers.add_store(self.certs.lookup)
+        add_node_producers(producers, self.cert, self.key, self.status)
         for manager in (
             StatusManager(self.status),
             FaceManager(self.faces),
             RouteManager(fw.fib, self.faces),
             CsManager(fw.cs),
             StrategyManager(fw.strategies),
-            ObjectManager(self.published),
+            ObjectManager(self.published, self.certs.published),
             GroupManager(self.reduction),
         ):
             self.mgmt.add(manager)
@@ -237,6 +263,15 @@ class Node:
         identity = self.name
         data_dir = self.config.data_dir
         path = os.path.join(data_dir, IDENTITY_FILE) if data_dir else None
+        if self.config.key:
+            try:
+                with open(self.config.key, "rb") as f:
+                    self.key = Ed25519Key.from_bytes(f.read(4096))
+            except (OSError, ValueError) as exc:
+                raise StartupError(f"--key {self.config.key}: not a usable identity key "
+                                   f"({getattr(exc, 'strerror', None) or exc})") from None
+            self.keychain.add_signing_key(self.key)
+            return
         try:
             if path and os.path.exists(path):
                 with open(path, "rb") as f:
@@ -251,6 +286,61 @@ class Node:
         except (OSError, ValueError) as exc:
             raise StartupError(f"identity in {data_dir}: {exc}") from None
         self.keychain.add_signing_key(self.key)
+
+    def _load_trust(self) -> None:
+        """The node's certificate (--cert, checked against its key, or self-signed)
+        and its trust schema (--trust): one `Validator` for every decision."""
+        cfg, key = self.config, self.key
+        assert key.name is not None
+        if cfg.cert:
+            try:
+                cert = load_certificate(cfg.cert)
+            except OSError as exc:
+                raise StartupError(f"--cert {cfg.cert}: cannot read: {exc.strerror or exc}") from None
+            except CertificateError as exc:
+                raise StartupError(f"--cert {exc}") from None
+            if cert.key_name != key.name or cert.public_key != key.public_bytes():
+                raise StartupError(f"--cert {cfg.cert}: certifies {cert.key_name}, not the node's key {key.name}"
+                                   + ("" if cert.key_name != key.name else " (another public key)"))
+            problem = cert.validity_problem(time.time())
+            if problem:
+                log.warning("--cert %s: the certificate %s is %s", cfg.cert, cert.name, problem)
+        else:
+            cert = self_signed(key)
+        schema = None
+        if cfg.trust:
+            try:
+                schema = Schema.load(cfg.trust)
+            except SchemaError as exc:
+                raise StartupError(f"--trust {exc}") from None
+            except OSError as exc:
+                raise StartupError(f"--trust {cfg.trust}: cannot read: {exc.strerror or exc}") from None
+        self.cert = cert
+        self.validator = Validator(schema, self.keychain)
+        self.validator.offer([cert])
+
+    async def fetch_certificate(self, key_name: Name) -> Data:
+        """The validator's fetch: an Interest for `key_name` with CanBePrefix,
+        expressed by the node's in-process client through its own forwarder
+        (answered here when the node holds the certificate, else by the network)."""
+        client = await self.internal_client()
+        return await client.express(Interest(key_name, can_be_prefix=True, lifetime_ms=2000), timeout=2.0,
+                                    retx=1.0)
+
+    async def internal_client(self) -> Any:
+        """The node's in-process client on a local memory face (made once):
+        hosts --function and fetches what the node's validator needs."""
+        async with self._internal_lock:
+            if self._internal is None:
+                from icnd.client.door import Client
+
+                assert self._nursery is not None, "node is not running"
+                mine, theirs = memory_face_pair(local=True)
+                self.faces.add(mine)
+                client = Client(theirs, self._nursery, key=self.key, socket_path="internal")
+                self._nursery.start_soon(theirs.run, client.on_receive)
+                self._internal = client
+        return self._internal
 
     def _face_limits(self) -> FaceLimits:
         """What the peers of one listener may make the node hold (issue #15, D1/D2)."""
@@ -339,6 +429,10 @@ class Node:
                 nursery.start_soon(self.faces.close_idle, self.config.udp_idle_timeout_s)
                 self.fw.fib.add(self.name, INTERNAL_FACE, 0)
                 self.published.announce()
+                self.certs.add(self.cert, pinned=True)
+                self.certs.add_all(self.validator.certificates(), pinned=True)
+                for data in self.published.repo.names():  # certificates clients published before a restart
+                    self.certs.published(data)
                 await self._apply_config()
                 if self._functions:
                     await self._start_function_host(nursery)
@@ -380,21 +474,18 @@ class Node:
         """Host --function callables through an in-process client on a local
         memory face: the same protocol code as `Client.host`, signed with the
         node's key."""
-        from icnd.client.door import Client
         from icnd.compute.host import FunctionHost, HostLimits
 
         # functions that use icnd themselves (icnd.connect()) reach this node
         os.environ["ICND_SOCKET"] = os.path.abspath(self.socket_path)
-        mine, theirs = memory_face_pair(local=True)
-        self.faces.add(mine)
-        client = Client(theirs, nursery, key=self.key, socket_path="internal")
-        nursery.start_soon(theirs.run, client.on_receive)
+        client = await self.internal_client()
         cfg = self.config
         limits = HostLimits(max_jobs=cfg.function_max_jobs, max_arg_bytes=int(cfg.function_max_arg_mb * 1024 * 1024),
                             retention=cfg.function_retention_s,
                             max_memo_bytes=int(cfg.function_memo_mb * 1024 * 1024))
         self.function_host = FunctionHost(client, self._functions, self.name, limits=limits,
-                                          workers=cfg.function_workers, pool=cfg.function_pool)
+                                          workers=cfg.function_workers, pool=cfg.function_pool,
+                                          validator=self.validator, fetch_cert=self.fetch_certificate)
         await nursery.start(self.function_host.run)
         log.info("hosting %s", ", ".join(f.prefix.to_uri() for f in self._functions))
 

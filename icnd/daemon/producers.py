@@ -8,7 +8,8 @@ to the internal face).  The node's send path hands such an Interest to
 
 1. stores (`add_store`), in the order they were added: lookups by exact
    name that may hold any name -- the repo, then the object store
-   (`icnd.objects.service`);
+   (`icnd.objects.service`), then the certificates the node holds
+   (`icnd.daemon.certs`, also by key name);
 2. handlers (`add`), by the longest registered prefix of the name:
    ``/node/<n>/member`` and ``/node/<n>/group/install``
    (`icnd.reduction.service`), ``/node/<n>/ping``, ``/node/<n>/KEY`` and
@@ -33,8 +34,9 @@ from typing import Any
 import msgpack
 
 from icnd.name import Name, generic
-from icnd.packet import ContentType, Data, Interest, Nack, NackReason
+from icnd.packet import Data, Interest, Nack, NackReason
 from icnd.security import Ed25519Key
+from icnd.trust.cert import Certificate
 
 Store = Callable[[Interest], Data | None]
 Producer = Callable[[Interest], Data | Nack | None]
@@ -83,26 +85,29 @@ class ProducerTable:
         return Nack(interest.name, interest.nonce, NackReason.NO_ROUTE, f"{self.node_name} has no such data")
 
 
-def add_node_producers(producers: ProducerTable, key: Ed25519Key, status: Callable[[], dict[str, Any]]) -> None:
+def add_node_producers(producers: ProducerTable, cert: Certificate, key: Ed25519Key,
+                       status: Callable[[], dict[str, Any]]) -> None:
     """The node's own names: ``/node/<n>/ping`` (an empty signed Data),
-    ``/node/<n>/KEY/...`` (the node's public key) and ``/node/<n>/status``
+    ``/node/<n>/KEY/...`` (the node's certificate, when its key is named
+    there: `cert`; a key named elsewhere, ``icnd run --key``, is served under
+    its own name by `icnd.daemon.certs`) and ``/node/<n>/status``
     (`Node.status`, msgpack)."""
     own = producers.node_name.comps
-    key_name = key.name
-    assert key_name is not None
+    cert_name = cert.data.name.comps
 
     def ping(interest: Interest) -> Data:
         return key.sign(Data(interest.name, b"", freshness_ms=0))
 
-    def public_key(interest: Interest) -> Data | Nack:
-        # the key itself, or any key of the node when asked with CanBePrefix
-        if interest.name.prefix(len(key_name.comps)) == key_name or interest.can_be_prefix:
-            return key.sign(Data(key_name, key.public_bytes(), ContentType.KEY, freshness_ms=3_600_000))
+    def certificate(interest: Interest) -> Data | Nack:
+        # the certificate by its name, or by any prefix of it (its key name...) with CanBePrefix
+        comps = interest.name.comps
+        if comps == cert_name or (interest.can_be_prefix and cert_name[:len(comps)] == comps):
+            return cert.data
         return producers.no_such_data(interest)
 
     def node_status(interest: Interest) -> Data:
         return key.sign(Data(interest.name, msgpack.packb(status()), freshness_ms=1000))
 
     producers.add(own + (PING,), ping)
-    producers.add(own + (KEY,), public_key)
+    producers.add(own + (KEY,), certificate)
     producers.add(own + (STATUS,), node_status)

@@ -92,7 +92,7 @@ class GroupTable:
         self._remote = 0  # groups with remote=True
         self._by_source: dict[bytes, int] = {}  # announcing key -> its remote groups
         self.counters = {"groups_refused_full": 0, "groups_refused_source": 0, "groups_expired": 0,
-                         "groups_evicted_for_local": 0}
+                         "groups_evicted_for_local": 0, "groups_refused_untrusted": 0}
 
     def __len__(self) -> int:
         return len(self._groups)
@@ -141,8 +141,10 @@ class GroupTable:
         Never refused for room while remote groups hold slots (one is evicted)."""
         self._put(desc, data, public_key, local=True)
 
-    def install(self, data: Data, public_key: bytes) -> GroupDescriptor:
-        """An announced descriptor, signed by `public_key` (checked here)."""
+    def check_announcement(self, data: Data, public_key: bytes, *, vetted: bool = False) -> GroupDescriptor:
+        """The checks of `install` that need no trust schema: well-formed,
+        signed by `public_key`, not a configured group, and (unless `vetted`:
+        a trust schema accepted its signer) the group's first signer's."""
         try:
             desc = GroupDescriptor.from_data(data)
         except ValueError as exc:
@@ -152,9 +154,17 @@ class GroupTable:
         if g is not None and g.configured:
             raise ReductionError(403, f"group {desc.group} is configured on this node; "
                                       "only its configuration (or a local client) changes it")
-        if g is not None and g.owner is not None and g.owner != public_key:
+        if not vetted and g is not None and g.owner is not None and g.owner != public_key:
             raise ReductionError(403, f"group {desc.group} is owned by another key; "
                                       "only its signer can announce new versions")
+        return desc
+
+    def install(self, data: Data, public_key: bytes, *, vetted: bool = False) -> GroupDescriptor:
+        """An announced descriptor, signed by `public_key` (checked here).
+        `vetted`: a trust schema accepted it (the node's validator), which
+        replaces trust on first use: any signer the schema allows may announce
+        a new version."""
+        desc = self.check_announcement(data, public_key, vetted=vetted)
         self._put(desc, data, public_key, local=False)
         return desc
 
@@ -279,7 +289,8 @@ class ContributionStore:
         self.pending: dict[tuple[bytes, ...], float] = {}  # contribution name -> expiry
         self.counters = {"contrib_rounds": 0, "contrib_segments": 0, "contrib_refused": 0,
                          "contrib_served": 0, "contrib_held": 0, "contrib_evicted": 0,
-                         "contrib_refused_window": 0, "contrib_remote_displaced": 0}
+                         "contrib_refused_window": 0, "contrib_remote_displaced": 0,
+                         "contrib_refused_untrusted": 0}
 
     def __len__(self) -> int:
         return sum(len(r) for r in self._store.values())

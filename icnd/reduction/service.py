@@ -9,9 +9,12 @@ answers, from its internal face (`icnd.daemon.producers`):
   then goes out through ``deliver``) or the Interest expires;
 - ``/node/<n>/member/<m>/contribute/...``: a contribution segment handed over
   by another node's client (its Data in the parameters; the same checks as a
-  local one; contributors are not authenticated);
+  local one; contributors are authenticated only under a trust schema: then
+  the node's validator must accept the contribution Data, signed by a
+  certified key the schema allows for its name);
 - ``/node/<n>/group/install/...``: a group descriptor announced by the node
-  that made it (`GroupTable.install` says whom it trusts).
+  that made it (`GroupTable.install` says whom it trusts; with a trust
+  schema, the node's validator must accept the descriptor first).
 
 Refusals are signed ERROR Data (`icnd.errors.error_data`) with an HTTP-like
 code, counted (`GroupTable.counters`, `ContributionStore.counters`) and
@@ -32,12 +35,13 @@ from typing import TYPE_CHECKING
 import msgpack
 
 from icnd.codec import decode
-from icnd.errors import DecodeError, error_data
+from icnd.errors import DecodeError, VerificationError, error_data
 from icnd.name import Name, generic
 from icnd.packet import Data, Interest, Nack
 from icnd.reduction.contrib import ContributionStore, GroupTable, ReductionError
 from icnd.reduction.group import CONTRIBUTE, GROUP, MEMBER, GroupDescriptor
 from icnd.security import Ed25519Key
+from icnd.trust.validator import FetchCert, Validator
 
 if TYPE_CHECKING:
     from icnd.daemon.producers import ProducerTable
@@ -56,8 +60,16 @@ class ReductionService:
     node's monotonic time in seconds."""
 
     def __init__(self, name: Name, key: Ed25519Key, groups: GroupTable, contrib: ContributionStore, *,
-                 deliver: Callable[[Data], None], clock: Callable[[], float]) -> None:
+                 deliver: Callable[[Data], None], clock: Callable[[], float], validator: Validator | None = None,
+                 fetch_cert: FetchCert | None = None,
+                 spawn: Callable[..., None] | None = None) -> None:
+        """`validator`: the node's; with a trust schema, an announced group
+        descriptor is installed only once it accepts it (checked in a task
+        started with `spawn`, certificates fetched with `fetch_cert`)."""
         self.name = name
+        self.validator = validator if validator is not None and validator.schema is not None else None
+        self._fetch_cert = fetch_cert
+        self._spawn = spawn
         self.node_id = name.comps[-1][1:].decode("utf-8", "replace")
         self.key = key
         self.groups = groups
@@ -90,8 +102,10 @@ class ReductionService:
             return self._remote_contribution(interest)
         return self.contrib.lookup(interest, interest.lifetime_ms / 1000.0, self._clock())
 
-    def _install_group(self, interest: Interest) -> Data:
-        """A group descriptor announced by the node that made it (see GroupTable.install)."""
+    def _install_group(self, interest: Interest) -> Data | None:
+        """A group descriptor announced by the node that made it (see
+        GroupTable.install); with a trust schema, held until the validator
+        has accepted (or refused) it."""
         try:
             if not interest.app_params or not interest.params_ok():
                 raise ReductionError(400, "a group announcement carries the descriptor in its parameters")
@@ -103,16 +117,43 @@ class ReductionService:
                 raise ReductionError(400, f"malformed group announcement: {exc}") from None
             if not isinstance(desc_data, Data) or not isinstance(public, bytes):
                 raise ReductionError(400, "malformed group announcement")
-            desc = self.groups.install(desc_data, public)
-            body = {"code": "ok", "group": desc.group, "version": desc.version}
-            return self.key.sign(Data(interest.name, msgpack.packb(body), freshness_ms=0))
+            if self.validator is not None and self._spawn is not None:
+                self.groups.check_announcement(desc_data, public, vetted=True)  # cheap refusals first
+                self._spawn(self._install_validated, interest, desc_data, public)
+                return None
+            return self._installed(interest, self.groups.install(desc_data, public))
         except ReductionError as exc:
-            if exc.code == 507:
-                self._log_refusal("group announcement", exc)
-            return self.key.sign(error_data(interest.name, str(exc.code), f"{self.node_id}: {exc}"))
+            return self._install_refused(interest, exc)
 
-    def _remote_contribution(self, interest: Interest) -> Data:
-        """A contribution segment handed over by another node's client."""
+    async def _install_validated(self, interest: Interest, desc_data: Data, public: bytes) -> None:
+        """An announcement under a trust schema: installed if the validator
+        accepts the descriptor (its signer certified, the schema allowing it)."""
+        assert self.validator is not None
+        try:
+            try:
+                await self.validator.validate(desc_data, self._fetch_cert)
+            except VerificationError as exc:
+                self.groups.counters["groups_refused_untrusted"] += 1
+                raise ReductionError(403, f"group descriptor not trusted: {exc}") from None
+            answer = self._installed(interest, self.groups.install(desc_data, public, vetted=True))
+        except ReductionError as exc:
+            answer = self._install_refused(interest, exc)
+        self._deliver(answer)
+
+    def _installed(self, interest: Interest, desc: GroupDescriptor) -> Data:
+        body = {"code": "ok", "group": desc.group, "version": desc.version}
+        return self.key.sign(Data(interest.name, msgpack.packb(body), freshness_ms=0))
+
+    def _install_refused(self, interest: Interest, exc: ReductionError) -> Data:
+        if exc.code in (403, 507):
+            self._log_refusal("group announcement", exc)
+        return self.key.sign(error_data(interest.name, str(exc.code), f"{self.node_id}: {exc}"))
+
+    def _remote_contribution(self, interest: Interest) -> Data | None:
+        """A contribution segment handed over by another node's client; with a
+        trust schema, held until the validator has accepted (or refused) its
+        signature: the contributor's certified key, as the schema allows for
+        the contribution's name."""
         try:
             if not interest.app_params or not interest.params_ok():
                 raise ReductionError(400, "a contribution carries its segment's Data in the parameters")
@@ -122,6 +163,9 @@ class ReductionService:
                 raise ReductionError(400, f"malformed Data: {exc}") from None
             if not isinstance(data, Data) or data.name.comps[:4] != interest.name.comps[:4]:
                 raise ReductionError(400, "the parameters must be the member's contribution Data")
+            if self.validator is not None and self._spawn is not None:
+                self._spawn(self._contribute_validated, interest, data)
+                return None
             answer = Data(interest.name, msgpack.packb({"added": int(self.contribute(data, local=False))}),
                           freshness_ms=0)
         except ReductionError as exc:
@@ -129,6 +173,26 @@ class ReductionService:
                 self._log_refusal("remote contribution", exc)
             answer = error_data(interest.name, str(exc.code), f"{self.node_id}: {exc}")
         return self.key.sign(answer)
+
+    async def _contribute_validated(self, interest: Interest, data: Data) -> None:
+        """A handed-over contribution under a trust schema: stored if the
+        validator accepts it (the chain is cached per key: one signature
+        check per segment after the first)."""
+        assert self.validator is not None
+        try:
+            try:
+                await self.validator.validate(data, self._fetch_cert)
+            except VerificationError as exc:
+                self.contrib.counters["contrib_refused"] += 1
+                self.contrib.counters["contrib_refused_untrusted"] += 1
+                raise ReductionError(403, f"contribution not trusted: {exc}") from None
+            answer = Data(interest.name, msgpack.packb({"added": int(self.contribute(data, local=False))}),
+                          freshness_ms=0)
+        except ReductionError as exc:
+            if exc.code in (403, 507):
+                self._log_refusal("remote contribution", exc)
+            answer = error_data(interest.name, str(exc.code), f"{self.node_id}: {exc}")
+        self._deliver(self.key.sign(answer))
 
     # --- operations (local clients, through management) -------------------------------------
     def contribute(self, data: Data, *, local: bool = True) -> bool:

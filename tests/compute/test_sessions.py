@@ -63,7 +63,7 @@ async def _establish(host: FunctionHost, caller: Caller, answer: bytes = b"resul
     exchange = X25519PrivateKey.generate()
     kx = exchange.public_key().public_bytes_raw()
     plain = host._result_data(FN.append("call"), answer, 0)
-    grant = host._grant(plain, kx, CALLER)
+    grant = host._grant(plain, kx, CALLER, b"\x01" * 32)
     assert grant.content_type == ContentType.GRANT and grant.sig_type == SigType.ED25519
     opened = await caller._open_small_answer(FN, grant, [], exchange)
     (session,) = caller.sessions.for_call(FN)
@@ -131,7 +131,7 @@ async def test_sessions_expire_on_both_sides(autojump_clock) -> None:
 async def test_a_degenerate_key_offer_gets_the_plain_answer() -> None:
     host, _ = _host()
     plain = host._result_data(FN.append("call"), b"r", 0)
-    assert host._grant(plain, b"\x00" * 32, CALLER) is plain
+    assert host._grant(plain, b"\x00" * 32, CALLER, b"\x01" * 32) is plain
     assert host.tables()["fn_sessions"] == 0
 
 
@@ -149,7 +149,8 @@ async def test_a_malformed_grant_is_a_protocol_error() -> None:
 async def test_tables_are_bounded() -> None:
     host, _ = _host(max_sessions=3)
     for _ in range(5):
-        host._grant(host._result_data(FN, b"", 0), X25519PrivateKey.generate().public_key().public_bytes_raw(), CALLER)
+        host._grant(host._result_data(FN, b"", 0), X25519PrivateKey.generate().public_key().public_bytes_raw(), CALLER,
+                    b"\x01" * 32)
     assert host.tables()["fn_sessions"] == 3 and host.counters["fn_sessions_granted"] == 5
 
     sessions = CallerSessions()

@@ -4,6 +4,7 @@ import msgpack
 import pytest
 
 from icnd.daemon.producers import ProducerTable, add_node_producers
+from icnd.trust.cert import parse_key_data, self_signed
 from icnd.name import Name
 from icnd.packet import ContentType, Data, Interest, Nack, NackReason
 from icnd.security import Ed25519Key
@@ -46,13 +47,17 @@ def test_order_stores_then_longest_prefix_then_nack() -> None:
 
 def test_the_node_answers_ping_key_and_status() -> None:
     key = Ed25519Key.generate(NODE)
+    cert = self_signed(key)
     table = ProducerTable(NODE)
-    add_node_producers(table, key, lambda: {"name": "/node/n"})
+    add_node_producers(table, cert, key, lambda: {"name": "/node/n"})
     ping = table.produce(_interest("/node/n/ping/123"))
     assert isinstance(ping, Data) and ping.content == b"" and ping.key_locator == key.name
-    for interest in (Interest(key.name, nonce=1), _interest("/node/n/KEY", can_be_prefix=True)):
+    for interest in (Interest(cert.name, nonce=1), Interest(key.name, nonce=1, can_be_prefix=True),
+                     _interest("/node/n/KEY", can_be_prefix=True)):
         answer = table.produce(interest)
-        assert isinstance(answer, Data) and answer.name == key.name and answer.content_type == ContentType.KEY
-    assert isinstance(table.produce(_interest("/node/n/KEY")), Nack)  # not the key, no CanBePrefix
+        assert isinstance(answer, Data) and answer.name == cert.name and answer.content_type == ContentType.KEY
+        assert parse_key_data(answer) == key.public_bytes()  # the node's certificate, under its name
+    assert isinstance(table.produce(_interest("/node/n/KEY")), Nack)  # not the certificate, no CanBePrefix
+    assert isinstance(table.produce(Interest(key.name, nonce=1)), Nack)  # ditto
     status = table.produce(_interest("/node/n/status"))
     assert isinstance(status, Data) and msgpack.unpackb(status.content) == {"name": "/node/n"}

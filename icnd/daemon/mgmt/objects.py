@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from icnd.core.tables.fib import TableFull
@@ -17,8 +18,9 @@ from icnd.packet import Data
 
 
 class ObjectManager:
-    def __init__(self, service: ObjectService) -> None:
+    def __init__(self, service: ObjectService, on_published: Callable[[Data], object] | None = None) -> None:
         self.service = service
+        self.on_published = on_published  # told of each Data published (the node serves certificates by key)
 
     def commands(self) -> Commands:
         return {
@@ -48,6 +50,8 @@ class ObjectManager:
                 service.publish(data)
             except (ValueError, TableFull) as exc:
                 raise CommandError(409, str(exc)) from None
+            if self.on_published is not None:
+                self.on_published(data)
             names.append(data.name.to_uri())
         return {"published": len(names), "names": names}
 
