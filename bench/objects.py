@@ -25,6 +25,13 @@ checked against the manifest's SHA-256, and the bytes returned):
   is the one of the warm case below (Content Store big enough for the whole
   object, so a cold fetch also caches every segment in fresh memory; data
   directory inside the bench's temporary work directory);
+- ``1-forwarder-schema``: each cold fetch of ``1-forwarder`` is followed by
+  the same cold fetch by a new client connected with a trust schema
+  (``connect(trust=...)``): the node's key is certified by the bench's
+  anchor, and the manifest is accepted only through a rule and that chain
+  (the chain is walked inside the timed span: a new client caches nothing).
+  Its ratio is against ``1-forwarder`` in the same run (``baseline_case``),
+  i.e. what validating under a schema costs;
 - ``1-forwarder-warm``: the same object fetched again right after a
   complete cold fetch without erasing: every segment comes from the Content
   Store.  The daemon's Content Store is configured large enough to hold the
@@ -298,7 +305,8 @@ class ObjDaemon(C.Daemon):
     directory inside the bench's work directory (removed with it)."""
 
     def __init__(self, label: str, workdir: str, *, cs_mb: float, store_mb: float,
-                 cpus: set[int] | None = None, profile: str | None = None) -> None:
+                 cpus: set[int] | None = None, profile: str | None = None,
+                 identity: tuple[str, str] | None = None) -> None:
         self.config_path = os.path.join(workdir, f"{label}.toml")
         data_dir = os.path.join(workdir, f"{label}-data")
         sock = os.path.join(workdir, f"{label}.sock")
@@ -309,6 +317,8 @@ class ObjDaemon(C.Daemon):
                 f'data_dir = "{data_dir}"\nlog_level = "warning"\n'
                 f"cs_capacity_mb = {float(cs_mb)}\nrepo_capacity_mb = {float(store_mb)}\n"
             )
+            if identity is not None:  # a key certified by the bench's anchor (the schema case)
+                f.write(f'key = "{identity[0]}"\ncert = "{identity[1]}"\n')
         super().__init__(label, workdir, cpus=cpus, profile=profile)
 
     def _argv(self, how: str) -> list[str]:
@@ -446,15 +456,38 @@ def _log_fetch(label: str, f: Fetch, quiet: bool) -> None:
           f"cs_hits {f.cs_hits}{'  verified' if f.verified else ''}{state}", quiet)
 
 
+def make_trust(workdir: str) -> tuple[str, str, str]:
+    """An anchor, a node key certified by it and a trust schema accepting the
+    node's objects: (node key file, node cert file, schema file)."""
+    from icnd.name import Name
+    from icnd.security import Ed25519Key
+    from icnd.trust import issue, save_certificate, self_signed
+
+    anchor = Ed25519Key.generate(Name("/bench"))
+    node = Ed25519Key.generate(Name("/bench/node"))
+    paths = [os.path.join(workdir, n) for n in ("anchor.cert", "node.key", "node.cert", "schema.toml")]
+    save_certificate(self_signed(anchor), paths[0])
+    with open(paths[1], "wb") as f:
+        f.write(node.to_bytes())
+    save_certificate(issue(anchor, node), paths[2])
+    with open(paths[3], "w", encoding="utf-8") as f:
+        f.write('anchors = ["anchor.cert"]\n'
+                '[[rule]]\nname = "objects"\ndata = "/objbench/<**>"\nsigner = "/bench/node/KEY/<*>"\n'
+                '[[rule]]\nname = "node-cert"\ndata = "/bench/node/KEY/<**>"\nsigner = "/bench/KEY/<*>"\n')
+    return paths[1], paths[2], paths[3]
+
+
 async def run_one_forwarder(opts: Any, workdir: str, blob: bytes, digest: bytes, budget: Budget,
                             results: dict[str, Any]) -> None:
-    """1-forwarder cold + warm at the default segment size, then the sweep's other sizes."""
+    """1-forwarder cold + warm at the default segment size, then the sweep's other sizes;
+    at the default size each cold fetch is followed by one under a trust schema."""
     import icnd
 
     size = len(blob)
     sizes = [opts.segment_size] + [s for s in opts.sweep if s != opts.segment_size]
+    key_file, cert_file, schema_file = make_trust(workdir)
     d = ObjDaemon("objfw", workdir, cs_mb=size / MiB + 64, store_mb=(len(sizes) + 1) * size / MiB + 64,
-                  cpus=opts.daemon_cpus)
+                  cpus=opts.daemon_cpus, identity=(key_file, cert_file))
     results["daemon"] = d.how
     tag = secrets.token_hex(3)
     try:
@@ -475,6 +508,7 @@ async def run_one_forwarder(opts: Any, workdir: str, blob: bytes, digest: bytes,
                 case.publish_s = time.perf_counter() - t
                 C.log(f"  published in {case.publish_s:.2f} s ({size / MB / case.publish_s:.0f} MB/s)", opts.quiet)
                 reps = opts.repeat if main else 1
+                schema_case = Case("1-forwarder-schema", seg, publish_s=case.publish_s)
                 for rep in range(reps):
                     if rep and not budget.extra_allowed(case.runs[-1] if case.runs else None):
                         break
@@ -483,7 +517,16 @@ async def run_one_forwarder(opts: Any, workdir: str, blob: bytes, digest: bytes,
                                           node_clients=[c], node_pids=[d.proc.pid])
                     case.runs.append(f)
                     _log_fetch(f"cold #{rep + 1}", f, opts.quiet)
+                    if main:  # the same, by a new client validating under the schema (its chain uncached)
+                        await erase_cs([c])
+                        async with icnd.connect(d.socket_path, trust=schema_file) as sc:
+                            f = await timed_fetch(sc, name, size, digest, timeout=opts.fetch_timeout,
+                                                  node_clients=[c], node_pids=[d.proc.pid])
+                        schema_case.runs.append(f)
+                        _log_fetch(f"schema #{rep + 1}", f, opts.quiet)
                 results["cases"].append(case)
+                if main:
+                    results["cases"].append(schema_case)
                 if main:
                     warm = Case("1-forwarder-warm", seg, publish_s=case.publish_s)
                     try:
@@ -836,7 +879,12 @@ def report(opts: Any, size: int, raw: dict[str, Case], results: dict[str, Any], 
         rate = m.rate
         line.update(value=round(rate, 1), unit="MB/s")
         ratio = None
-        if not case.name.startswith("raw-") and base:
+        plain = next((c.rate for c in results["cases"] if c.name == "1-forwarder"), None)
+        if case.name == "1-forwarder-schema":
+            if plain:  # the cost of validating under a schema: against the same fetch without one
+                ratio = rate / plain
+                line.update(baseline=round(plain, 1), ratio=round(ratio, 3), baseline_case="1-forwarder")
+        elif not case.name.startswith("raw-") and base:
             ratio = rate / base
             line.update(baseline=round(base, 1), ratio=round(ratio, 3))
         line.update(size=size, segment_size=case.segment_size)

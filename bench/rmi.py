@@ -27,6 +27,16 @@ argument and result encoding ``icnd.compute.values.encode_value``):
   checked), so the host runs the function every call; its baseline is the
   gRPC throughput case, which runs ``add`` every call anyway.
 
+- ``latency-p50-schema`` and ``throughput-64-schema``: the ``latency-p50``
+  and ``throughput-64`` cases again on a second pair of daemons where the
+  host node applies a trust schema (``--trust``; its key certified by the
+  bench's anchor) and the caller connects with a certified key and the same
+  schema (``connect(key=, cert=, trust=)``): the host checks every caller's
+  certificate chain (cached after the first call), the caller every answer
+  that is not session-MACed.  Their ratios are against the same icnd case
+  without a schema in this run (``baseline_case``; issue #16: calls/s at
+  most 10% lower).
+
 icnd side: a two-node topology (``icnd.topology.launch``: one ``icnd run``
 process per node on loopback, a UDP link between them), ``client`` and
 ``host``, with ``apps.functions:add=/fn/add`` hosted by the host daemon
@@ -425,6 +435,107 @@ async def icnd_side(opts: Any) -> Side:
         C.log(f"  {opts.inflight} in flight, distinct arguments: {side.throughput_distinct.rate:,.0f} calls/s"
               + _errors_note(side.throughput_distinct.errors) + _cpu_note(side.throughput_distinct), opts.quiet)
     return side
+
+
+def make_trust(workdir: str) -> dict[str, str]:
+    """An anchor, the host node's and a caller's keys certified by it, and a
+    schema: the host's answers must chain to the anchor, and so must callers."""
+    from icnd.name import Name
+    from icnd.security import Ed25519Key
+    from icnd.trust import issue, save_certificate, self_signed
+
+    anchor = Ed25519Key.generate(Name("/bench"))
+    files = {"anchor": os.path.join(workdir, "anchor.cert"), "schema": os.path.join(workdir, "schema.toml")}
+    save_certificate(self_signed(anchor), files["anchor"])
+    for who, identity in (("host", "/node/host"), ("alice", "/bench/alice")):
+        # a node's key under its routable /node/<name>: callers fetch its certificate there
+        key = Ed25519Key.generate(Name(identity))
+        files[f"{who}.key"] = os.path.join(workdir, f"{who}.key")
+        files[f"{who}.cert"] = os.path.join(workdir, f"{who}.cert")
+        with open(files[f"{who}.key"], "wb") as f:
+            f.write(key.to_bytes())
+        save_certificate(issue(anchor, key), files[f"{who}.cert"])
+    with open(files["schema"], "w", encoding="utf-8") as f:
+        f.write('anchors = ["anchor.cert"]\n'
+                '[[rule]]\nname = "answers"\ndata = "/fn/<**>"\nsigner = "/node/host/KEY/<*>"\n'
+                '[[rule]]\nname = "node-certs"\ndata = "/node/<n>/KEY/<**>"\nsigner = "/bench/KEY/<*>"\n'
+                '[[rule]]\nname = "user-certs"\ndata = "/bench/<who>/KEY/<**>"\nsigner = "/bench/KEY/<*>"\n')
+    return files
+
+
+async def icnd_schema_side(opts: Any) -> Side:
+    """The sequential and throughput cases again, under a trust schema: the host
+    node applies it to every caller (whose certificate chain it checks), the
+    caller to the host's answers."""
+    import icnd
+    from icnd.topology import launch, parse
+
+    side = Side("icnd-schema")
+    workdir = tempfile.mkdtemp(prefix="icnd-rmi-trust-")
+    try:
+        t = make_trust(workdir)
+        spec = parse({
+            "nodes": {"client": {}, "host": {"functions": [f"{TARGET}={FN}"], "key": t["host.key"],
+                                             "cert": t["host.cert"], "trust": t["schema"]}},
+            "links": [{"ends": ["client", "host"], "transport": "udp"}],
+        }, source="bench/rmi.py client-host, trust schema")
+        C.log("icnd under a trust schema: launching client -- host again...", opts.quiet)
+        async with launch(spec, log_level="warning") as net:
+            pids = {"client-daemon": net["client"].pid, "host-daemon": net["host"].pid}
+            for pid in pids.values():
+                pin_threads(pid, opts.server_cpus)
+            h = await net.connect("host")
+            async with icnd.connect(net["client"].socket, key=t["alice.key"], cert=t["alice.cert"],
+                                    trust=t["schema"]) as c:
+                async def call12(_: int = 0) -> Any:
+                    return await c.call(FN, 1, 2, timeout=CALL_TIMEOUT)
+
+                for _ in range(opts.warmup_calls + 1):
+                    await call12()
+                before = await _counters(c, h)
+                side.latency = await trio_sequential(call12, opts.calls, lambda i: 3, pids)
+                side.latency.counters = _delta(await _counters(c, h), before)
+                p50, p99 = side.latency.p()
+                C.log(f"  sequential add(1, 2) under the schema: p50 {p50:.3f} ms, p99 {p99:.3f} ms"
+                      + _errors_note(side.latency.errors), opts.quiet)
+                before = await _counters(c, h)
+                side.throughput = await trio_closed_loop(call12, opts.inflight, opts.warmup, opts.duration, pids)
+                side.throughput.counters = _delta(await _counters(c, h), before)
+                C.log(f"  {opts.inflight} in flight under the schema: {side.throughput.rate:,.0f} calls/s"
+                      + _errors_note(side.throughput.errors), opts.quiet)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return side
+
+
+def schema_lines(plain: Side, schema: Side, opts: Any) -> list[dict]:
+    """The schema cases, each against the same case without a schema in this run."""
+    lines: list[dict] = []
+    if schema.error:
+        for case in ("latency-p50-schema", f"throughput-{opts.inflight}-schema"):
+            lines.append({"bench": "rmi", "case": case, "value": None, "error": schema.error})
+        return lines
+    if schema.latency is not None and schema.latency.samples:
+        p50, p99 = schema.latency.p()
+        line: dict[str, Any] = {"bench": "rmi", "case": "latency-p50-schema", "value": _r(p50), "unit": "ms",
+                                "p99": _r(p99), "calls": len(schema.latency.samples),
+                                "failed": sum(schema.latency.errors.values())}
+        if plain.latency is not None and plain.latency.samples:
+            b50 = plain.latency.p()[0]
+            line.update(baseline=_r(b50), ratio=_r(p50 / b50, 3), baseline_case="latency-p50 (icnd, no schema)")
+        line.update(cpu_ms_per_call=schema.latency.cpu_ms_per_call())
+        lines.append(line)
+    if schema.throughput is not None:
+        tp = schema.throughput
+        line = {"bench": "rmi", "case": f"throughput-{opts.inflight}-schema", "value": round(tp.rate, 1),
+                "unit": "calls/s", "calls": tp.calls, "failed": sum(tp.errors.values())}
+        if plain.throughput is not None and plain.throughput.calls:
+            line.update(baseline=round(plain.throughput.rate, 1), ratio=_r(tp.rate / plain.throughput.rate, 3),
+                        baseline_case=f"throughput-{opts.inflight} (icnd, no schema)",
+                        target_ratio_min=0.9, meets_target=tp.rate / plain.throughput.rate >= 0.9)
+        line.update(cpu_ms_per_call=tp.cpu_ms_per_call())
+        lines.append(line)
+    return lines
 
 
 def _cpu_note(res: Latency | Throughput) -> str:
@@ -931,6 +1042,12 @@ def main(argv: list[str] | None = None) -> int:
         icnd_result = Side("icnd", error=f"{type(exc).__name__}: {exc}")
         C.log(f"icnd: FAILED: {icnd_result.error}", opts.quiet)
 
+    try:
+        schema_result = trio.run(icnd_schema_side, opts)
+    except Exception as exc:
+        schema_result = Side("icnd-schema", error=f"{type(exc).__name__}: {exc}")
+        C.log(f"icnd under a trust schema: FAILED: {schema_result.error}", opts.quiet)
+
     if opts.profile:
         try:
             trio.run(profile_icnd, opts)
@@ -957,6 +1074,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
 
     lines, rows = build_lines(icnd_result, grpc_result, opts)
+    lines += schema_lines(icnd_result, schema_result, opts)
     if not opts.quiet:
         print()
         base = grpc_result.note if grpc_result and not grpc_result.error else "not measured"
