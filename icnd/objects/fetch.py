@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import os
 import stat
 import tempfile
@@ -33,6 +34,7 @@ from icnd.name import T_DIGEST, T_VERSION, Name, NameLike
 from icnd.objects.manifest import (
     DEFAULT_SEGMENT_SIZE,
     MANIFEST,
+    MANIFEST_FRESHNESS_MS,
     CongestionWindow,
     Manifest,
     RttEstimator,
@@ -167,6 +169,33 @@ async def publish(ep: Endpoint, name: NameLike, content: bytes, *, freshness: fl
 
 
 # --- objects ---------------------------------------------------------------------------------------
+class _SegmentDigests:
+    """SHA-256 of each segment's content, fed the object's bytes in order."""
+
+    def __init__(self, segment_size: int) -> None:
+        self.segment_size = segment_size
+        self.digests: list[bytes] = []
+        self._hash = hashlib.sha256()
+        self._filled = 0
+
+    def update(self, chunk: bytes | memoryview) -> None:
+        view = memoryview(chunk)
+        while view:
+            take = min(len(view), self.segment_size - self._filled)
+            self._hash.update(view[:take])
+            self._filled += take
+            view = view[take:]
+            if self._filled == self.segment_size:
+                self.digests.append(self._hash.digest())
+                self._hash = hashlib.sha256()
+                self._filled = 0
+
+    def finish(self) -> bytes:
+        if self._filled or not self.digests:  # the short last segment (or the one empty segment)
+            self.digests.append(self._hash.digest())
+        return b"".join(self.digests)
+
+
 async def publish_object(ep: Endpoint, name: NameLike, source: bytes | bytearray | memoryview | str | os.PathLike,
                          *, segment_size: int = DEFAULT_SEGMENT_SIZE, freshness: float | None = None,
                          progress: Progress | None = None) -> Manifest:
@@ -185,6 +214,10 @@ async def publish_object(ep: Endpoint, name: NameLike, source: bytes | bytearray
     begun = await ep.command("object", "begin", name=name.to_uri(), size=size,
                              segment_size=segment_size, freshness_ms=freshness_ms)
     upload = begun["upload"]
+    # A publisher with a key signs the manifest itself (so a schema can require the
+    # publisher's key for its names): it hashes each segment as it uploads it, and the
+    # node keeps this manifest only if it describes exactly the bytes it received.
+    digests: _SegmentDigests | None = _SegmentDigests(segment_size) if ep.key is not None else None
     try:
         offset = 0
         while offset < size:
@@ -194,11 +227,18 @@ async def publish_object(ep: Endpoint, name: NameLike, source: bytes | bytearray
                     raise Error(f"{path}: file shrank while it was being published")
             else:
                 chunk = bytes(view[offset:offset + UPLOAD_CHUNK])
+            if digests is not None:
+                digests.update(chunk)
             await ep.command("object", "append", upload=upload, offset=offset, data=chunk)
             offset += len(chunk)
             if progress is not None:
                 progress(offset, size)
-        info = await ep.command("object", "commit", upload=upload)
+        signed = b""
+        if digests is not None:
+            mine = Manifest(name, begun["version"], size, segment_size, digests.finish())
+            signed = encode(ep.sign(Data(mine.manifest_name(), mine.encode(), ContentType.MANIFEST,
+                                         MANIFEST_FRESHNESS_MS)))
+        info = await ep.command("object", "commit", upload=upload, manifest=signed)
     except BaseException:
         with trio.CancelScope(shield=True), trio.move_on_after(2):
             try:

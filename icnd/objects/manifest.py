@@ -40,6 +40,7 @@ DIGEST_LEN = 32
 MIN_SEGMENT_SIZE = 1024
 MAX_SEGMENT_SIZE = 4 * 1024 * 1024
 DEFAULT_SEGMENT_SIZE = 1024 * 1024
+MANIFEST_FRESHNESS_MS = 1000  # discovery asks MustBeFresh: new versions show within a second
 MAX_SEGMENTS = 200_000  # manifest of at most 6.4 MB of digests
 MAX_OBJECT_SIZE = 64 * 1024**3
 

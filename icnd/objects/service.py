@@ -76,11 +76,12 @@ class ObjectService:
         return True
 
     # --- segmented objects ---------------------------------------------------------------------
-    def commit(self, upload: str) -> Manifest:
-        """Finish an upload: sign its manifest and route the object's name to the node.
+    def commit(self, upload: str, signed: Data | None = None) -> Manifest:
+        """Finish an upload: sign its manifest (or take `signed`, the
+        publisher's, if it matches) and route the object's name to the node.
 
         Raises `ObjectStoreError` or `TableFull`."""
-        manifest = self.objects.commit(upload, self.key)
+        manifest = self.objects.commit(upload, self.key, signed)
         self._fib.add(manifest.name, self._face, 0)
         return manifest
 

@@ -32,13 +32,12 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from icnd.codec import decode, encode
-from icnd.errors import Error
+from icnd.errors import DecodeError, Error
 from icnd.name import T_SEGMENT, Name
-from icnd.objects.manifest import MANIFEST, Manifest, SegmentBuilder, check_sizes, segment_count
-from icnd.packet import ContentType, Data, Interest
+from icnd.objects.manifest import MANIFEST, MANIFEST_FRESHNESS_MS, Manifest, SegmentBuilder, check_sizes, segment_count
+from icnd.packet import ContentType, Data, Interest, SigType
 from icnd.security import SigningKey
 
-MANIFEST_FRESHNESS_MS = 1000  # discovery asks MustBeFresh: new versions show within a second
 
 
 class ObjectStoreError(Error):
@@ -194,7 +193,15 @@ class ObjectStore:
         if len(upload.digests) < upload.builder.manifest.segments:
             self._start_segment(upload)
 
-    def commit(self, upload_id: str, key: SigningKey) -> Manifest:
+    def version_of(self, upload_id: str) -> int:
+        """The version an upload in progress will have."""
+        return self._upload(upload_id).builder.manifest.version
+
+    def commit(self, upload_id: str, key: SigningKey, signed: Data | None = None) -> Manifest:
+        """Finish an upload: its manifest is signed by `key`, or is `signed`,
+        a manifest Data its publisher signed, accepted only if it describes
+        exactly the bytes received (same name, version, sizes and segment
+        digests) and is not digest-only.  Raises ObjectStoreError."""
         upload = self._upload(upload_id)
         if upload.received != upload.size:
             raise ObjectStoreError(f"upload {upload_id}: {upload.received} of {upload.size} bytes received")
@@ -205,8 +212,15 @@ class ObjectStore:
         placeholder = upload.builder.manifest
         manifest = Manifest(upload.name, placeholder.version, upload.size, upload.segment_size,
                             b"".join(upload.digests))
-        manifest_data = key.sign(Data(manifest.manifest_name(), manifest.encode(), ContentType.MANIFEST,
-                                      MANIFEST_FRESHNESS_MS))
+        if signed is not None:
+            problem = _signed_manifest_problem(signed, manifest)
+            if problem:
+                self._drop_upload(upload_id, upload, closed=True)
+                raise ObjectStoreError(f"{manifest.manifest_name()}: the publisher's manifest {problem}")
+            manifest_data = signed
+        else:
+            manifest_data = key.sign(Data(manifest.manifest_name(), manifest.encode(), ContentType.MANIFEST,
+                                          MANIFEST_FRESHNESS_MS))
         final = f"{upload_id}.obj"
         os.replace(upload.path, os.path.join(self.directory, final))
         sigs = b"".join(upload.sigs)
@@ -222,14 +236,15 @@ class ObjectStore:
         upload = self._upload(upload_id)
         self._drop_upload(upload_id, upload)
 
-    def _drop_upload(self, upload_id: str, upload: Upload) -> None:
-        upload.file.close()
+    def _drop_upload(self, upload_id: str, upload: Upload, *, closed: bool = False) -> None:
+        if not closed:
+            upload.file.close()
         try:
             os.unlink(upload.path)
         except FileNotFoundError:
             pass
         self.bytes_used -= upload.size
-        del self._uploads[upload_id]
+        self._uploads.pop(upload_id, None)
 
     def _upload(self, upload_id: str) -> Upload:
         upload = self._uploads.get(upload_id)
@@ -296,3 +311,19 @@ class ObjectStore:
         if self._temporary:
             shutil.rmtree(self.directory, ignore_errors=True)
 
+
+def _signed_manifest_problem(data: Data, manifest: Manifest) -> str | None:
+    """Why `data` is not a signed manifest of exactly `manifest` (None if it is)."""
+    if data.name != manifest.manifest_name():
+        return f"is named {data.name}"
+    if data.content_type != ContentType.MANIFEST:
+        return f"has content type {data.content_type}"
+    if data.sig_type == SigType.DIGEST_SHA256 or data.key_locator is None:
+        return "is not signed by a key"
+    try:
+        theirs = Manifest.decode(manifest.name, data.content)
+    except DecodeError as exc:
+        return f"is malformed ({exc})"
+    if theirs != manifest:
+        return "does not describe the bytes uploaded (sizes or segment digests differ)"
+    return None

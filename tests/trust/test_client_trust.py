@@ -93,6 +93,48 @@ async def test_schema_accepts_a_certified_user_and_refuses_others(node: Daemon, 
                     await plain.fetch("/net/alice/digest")
 
 
+async def test_an_object_published_by_a_certified_user_is_accepted_under_the_schema(node: Daemon,
+                                                                                     tmp_path: Path) -> None:
+    """publish_object by a client with a key: the client signs the manifest itself (the node
+    keeps it only if it matches the bytes), so a schema can require the user's key."""
+    pki = Pki(tmp_path)
+    blob = bytes(range(256)) * 1000  # 256,000 bytes: 4 segments of 64 KiB, the last short
+    with trio.fail_after(30):
+        async with icnd.connect(node.socket, key=pki.alice_key, cert=pki.alice) as alice, \
+                icnd.connect(node.socket) as keyless, \
+                icnd.connect(node.socket, trust=str(pki.schema_path)) as consumer:
+            await alice.publish_object("/net/alice/video", blob, segment_size=65536)
+            manifest_data = await consumer.fetch("/net/alice/video", can_be_prefix=True, must_be_fresh=True,
+                                                 verify=False)
+            assert manifest_data.key_locator == pki.alice_key.name  # alice's, not the node's
+            assert await consumer.fetch_object("/net/alice/video") == blob
+            # a keyless publisher's object is signed by the node: the schema has no rule for that key
+            await keyless.publish_object("/net/alice/other", blob, segment_size=65536)
+            with pytest.raises(icnd.VerificationError, match="user-data.*user=alice"):
+                await consumer.fetch_object("/net/alice/other")
+            # the empty object: one empty segment, signed by alice too
+            await alice.publish_object("/net/alice/empty", b"")
+            assert await consumer.fetch_object("/net/alice/empty") == b""
+
+
+async def test_the_node_keeps_a_publisher_manifest_only_if_it_matches_the_upload(node: Daemon) -> None:
+    from icnd.codec import encode
+    from icnd.errors import CommandError
+    from icnd.objects.manifest import Manifest
+    from icnd.packet import ContentType, Data
+
+    mallory = Ed25519Key.generate(Name("/net/mallory"))
+    async with icnd.connect(node.socket, key=mallory) as c:
+        begun = await c.command("object", "begin", name="/net/mallory/x", size=10, segment_size=1024)
+        await c.command("object", "append", upload=begun["upload"], offset=0, data=b"0123456789")
+        lie = Manifest(Name("/net/mallory/x"), begun["version"], 10, 1024, b"\0" * 32)  # wrong digest
+        signed = mallory.sign(Data(lie.manifest_name(), lie.encode(), ContentType.MANIFEST, 1000))
+        with pytest.raises(CommandError, match="does not describe the bytes uploaded"):
+            await c.command("object", "commit", upload=begun["upload"], manifest=encode(signed))
+        listed = await c.command("object", "list")
+        assert not any(o["name"] == "/net/mallory/x" for o in listed)  # nothing half-published
+
+
 async def test_connect_loads_files_and_checks_that_the_cert_certifies_the_key(node: Daemon, tmp_path: Path) -> None:
     pki = Pki(tmp_path)
     other = Ed25519Key.generate(Name("/net/alice"))

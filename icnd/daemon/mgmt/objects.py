@@ -8,7 +8,8 @@ from typing import Any
 from icnd.core.tables.fib import TableFull
 from icnd.daemon.mgmt.args import arg, data_packets, name_arg
 from icnd.daemon.mgmt.dispatcher import Commands
-from icnd.errors import CommandError
+from icnd.codec import decode
+from icnd.errors import CommandError, DecodeError
 from icnd.faces import Face
 from icnd.name import T_RNP
 from icnd.objects.manifest import Manifest
@@ -73,7 +74,7 @@ class ObjectManager:
             )
         except ObjectStoreError as exc:
             raise CommandError(409, str(exc)) from None
-        return {"upload": upload}
+        return {"upload": upload, "version": self.service.objects.version_of(upload)}
 
     async def append(self, face: Face, args: dict[str, Any]) -> Any:
         try:
@@ -84,8 +85,18 @@ class ObjectManager:
         return {"received": received}
 
     async def commit(self, face: Face, args: dict[str, Any]) -> Any:
+        signed = None
+        wire = arg(args, "manifest", bytes, b"")  # a manifest Data the publisher signed (optional)
+        if wire:
+            try:
+                packet = decode(wire)
+            except DecodeError as exc:
+                raise CommandError(400, f"manifest: {exc}") from None
+            if type(packet) is not Data:
+                raise CommandError(400, "manifest: not a Data")
+            signed = packet
         try:
-            manifest = self.service.commit(arg(args, "upload", str))
+            manifest = self.service.commit(arg(args, "upload", str), signed)
         except (ObjectStoreError, TableFull) as exc:
             raise CommandError(409, str(exc)) from None
         return _manifest_info(manifest)
