@@ -54,6 +54,11 @@ class Endpoint(Protocol):
         pass `vouched` only when true, so an endpoint without the parameter
         still works where nothing is vouched for."""
 
+    async def fetch_key(self, key_name: Name, *, timeout: float = DEFAULT_TIMEOUT) -> Data:
+        """The certificate (or bare key Data) named by `key_name`: an Interest
+        with CanBePrefix; concurrent asks for one key share one fetch.  The
+        one way certificates are fetched, for every validator."""
+
     def sign(self, data: Data) -> Data:
         """`data` signed by the application's key (a digest if it has none)."""
 

@@ -257,11 +257,11 @@ class Client:
         deadline = trio.current_time() + timeout
 
         async def fetch_key(key_name: Name) -> Data:
-            return await self._fetch_key(key_name, max(deadline - trio.current_time(), 0.05))
+            return await self.fetch_key(key_name, timeout=max(deadline - trio.current_time(), 0.05))
 
         await self.validator.validate(data, fetch_key, vouched=vouched)
 
-    async def _fetch_key(self, key_name: Name, timeout: float) -> Data:
+    async def fetch_key(self, key_name: Name, *, timeout: float = DEFAULT_TIMEOUT) -> Data:
         """The Data for `key_name` (a certificate or a key: Interest with
         CanBePrefix).  Concurrent verifications that need the same key share
         one fetch (e.g. the first answers of a burst of fetches)."""

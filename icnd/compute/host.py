@@ -197,7 +197,7 @@ class FunctionHost:
         self.closed = False
         self.ep = ep
         self.validator: Validator | None = validator if validator is not None else getattr(ep, "validator", None)
-        self._fetch_cert = fetch_cert or self._express_cert
+        self._fetch_cert = fetch_cert or self._fetch_key
         self.functions = sorted(functions, key=lambda f: -len(f.prefix))
         self.node_name = node_name
         self.thunk_prefix = node_name.append_wire(THUNK)
@@ -571,10 +571,9 @@ class FunctionHost:
         if cert.key_name == principal and cert.public_key == public_key:
             validator.offer([cert])
 
-    async def _express_cert(self, key_name: Name) -> Data:
+    async def _fetch_key(self, key_name: Name) -> Data:
         """A certificate by key name, through the endpoint (the default `fetch_cert`)."""
-        return await self.ep.express(Interest(key_name, can_be_prefix=True, lifetime_ms=2000), timeout=2.0,
-                                     retx=1.0)
+        return await self.ep.fetch_key(key_name, timeout=2.0)
 
     async def _pure_call(self, fn: HostedFunction, interest: Interest) -> Data | Nack | None:
         """An anonymous ``/fn/NAME/params-sha256=<d>`` call: the policy first,

@@ -324,8 +324,7 @@ class Node:
         expressed by the node's in-process client through its own forwarder
         (answered here when the node holds the certificate, else by the network)."""
         client = await self.internal_client()
-        return await client.express(Interest(key_name, can_be_prefix=True, lifetime_ms=2000), timeout=2.0,
-                                    retx=1.0)
+        return await client.fetch_key(key_name, timeout=2.0)
 
     async def internal_client(self) -> Any:
         """The node's in-process client on a local memory face (made once):
