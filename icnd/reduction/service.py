@@ -166,13 +166,9 @@ class ReductionService:
             if self.validator is not None and self._spawn is not None:
                 self._spawn(self._contribute_validated, interest, data)
                 return None
-            answer = Data(interest.name, msgpack.packb({"added": int(self.contribute(data, local=False))}),
-                          freshness_ms=0)
+            return self._stored_remote(interest, data)
         except ReductionError as exc:
-            if exc.code == 507:
-                self._log_refusal("remote contribution", exc)
-            answer = error_data(interest.name, str(exc.code), f"{self.node_id}: {exc}")
-        return self.key.sign(answer)
+            return self._contribution_refused(interest, exc)
 
     async def _contribute_validated(self, interest: Interest, data: Data) -> None:
         """A handed-over contribution under a trust schema: stored if the
@@ -186,13 +182,20 @@ class ReductionService:
                 self.contrib.counters["contrib_refused"] += 1
                 self.contrib.counters["contrib_refused_untrusted"] += 1
                 raise ReductionError(403, f"contribution not trusted: {exc}") from None
-            answer = Data(interest.name, msgpack.packb({"added": int(self.contribute(data, local=False))}),
-                          freshness_ms=0)
+            answer = self._stored_remote(interest, data)
         except ReductionError as exc:
-            if exc.code in (403, 507):
-                self._log_refusal("remote contribution", exc)
-            answer = error_data(interest.name, str(exc.code), f"{self.node_id}: {exc}")
-        self._deliver(self.key.sign(answer))
+            answer = self._contribution_refused(interest, exc)
+        self._deliver(answer)
+
+    def _stored_remote(self, interest: Interest, data: Data) -> Data:
+        """Store a handed-over contribution; the signed answer (raises ReductionError)."""
+        added = self.contribute(data, local=False)
+        return self.key.sign(Data(interest.name, msgpack.packb({"added": int(added)}), freshness_ms=0))
+
+    def _contribution_refused(self, interest: Interest, exc: ReductionError) -> Data:
+        if exc.code in (403, 507):
+            self._log_refusal("remote contribution", exc)
+        return self.key.sign(error_data(interest.name, str(exc.code), f"{self.node_id}: {exc}"))
 
     # --- operations (local clients, through management) -------------------------------------
     def contribute(self, data: Data, *, local: bool = True) -> bool:
