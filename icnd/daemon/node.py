@@ -65,6 +65,7 @@ from icnd.compute.registry import HostedFunction, hosted, load_callable
 from icnd.core.fw.forwarder import Forwarder, Send
 from icnd.core.tables.fib import TableFull
 from icnd.core.timers import TIMER_SLACK
+from icnd.daemon.certs import CertificateTable
 from icnd.daemon.config import NodeConfig
 from icnd.daemon.faces import FaceTable
 from icnd.daemon.mgmt.cs import CsManager
@@ -103,7 +104,6 @@ from icnd.reduction.service import ReductionService
 from icnd.security import Ed25519Key, KeyChain
 from icnd.trust import Certificate, Schema, SchemaError, Validator, load_certificate, self_signed
 from icnd.trust.cert import CertificateError
-from icnd.daemon.certs import CertificateTable
 
 log = logging.getLogger("icnd.node")
 

@@ -61,6 +61,7 @@ MAX_DEPTH = 4  # certificates between a Data and its anchor
 MAX_FETCHES = 6  # certificates fetched for one validation
 CACHE_ENTRIES = 1024
 CACHE_TTL = 3600.0
+_NO_KEYS = KeyChain()  # checks what needs no key: digests, and says why other signatures fail
 OFFERED_ENTRIES = 256  # certificates handed over (bundles, own, clients') kept to look up by key name
 
 
@@ -127,7 +128,7 @@ class Validator:
                 why = ("a trust schema accepts only signed Data" if self.schema is not None
                        else "nothing vouches for it (no signed manifest lists it, no implicit digest names it)")
                 raise VerificationError(f"{data.name}: digest-only Data (no signer): {why}")
-            KeyChain().verify(data)  # the digest itself must match
+            _NO_KEYS.verify(data)  # the digest itself must match
             return "vouched"
         locator = data.key_locator
         if sig_type == SigType.HMAC_SHA256:
@@ -137,7 +138,7 @@ class Validator:
             self.keychain.verify(data)
             return "hmac"
         if sig_type != SigType.ED25519 or locator is None:
-            KeyChain().verify(data)  # raises the precise complaint (unknown type, no locator)
+            _NO_KEYS.verify(data)  # raises the precise complaint (unknown type, no locator)
             raise VerificationError(f"{data.name}: unsupported signature")
         if self.schema is None:
             key = await self._integrity_key(data, locator, fetch)
