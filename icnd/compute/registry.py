@@ -11,6 +11,7 @@ from typing import Any, Callable, TypeVar, overload
 
 from icnd.name import Name
 from icnd.trust.schema import Pattern
+from icnd.trust.validator import caller_allowed
 
 _ATTR = "__icnd_function__"
 
@@ -68,16 +69,8 @@ class HostedFunction:
 
     def allows(self, key_name: Name) -> bool:
         """`key_name` matches an allow entry (a prefix, or a schema pattern as in
-        `icnd.trust.validator.caller_allowed`), or there is no allow list."""
-        if not self.allow:
-            return True
-        for entry in self.allow:
-            if isinstance(entry, Pattern):
-                if entry.match(key_name) is not None:
-                    return True
-            elif entry.is_prefix_of(key_name):
-                return True
-        return False
+        `caller_allowed`), or there is no allow list."""
+        return not self.allow or caller_allowed(self.allow, key_name)
 
 
 def load_callable(target: str) -> Callable[..., Any]:

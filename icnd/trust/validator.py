@@ -280,13 +280,13 @@ def _allow_entry(entry: str) -> Pattern | Name:
     return Pattern.parse(entry) if "<" in entry else Name(entry)
 
 
-def caller_allowed(allow: Iterable[str | Pattern], key: Name) -> bool:
+def caller_allowed(allow: Iterable[str | Pattern | Name], key: Name) -> bool:
     """True if a caller's key name matches one entry of a function's `allow`
     list: a schema pattern (``/net/<user>/KEY/<*>``) or a name prefix.
     Entries given as text are compiled once (cached); a malformed one raises
     ValueError (policies are checked when loaded)."""
     for entry in allow:
-        compiled = entry if isinstance(entry, Pattern) else _allow_entry(entry)
+        compiled = _allow_entry(entry) if isinstance(entry, str) else entry
         if isinstance(compiled, Pattern):
             if compiled.match(key) is not None:
                 return True
