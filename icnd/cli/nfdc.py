@@ -150,21 +150,29 @@ NFDC: tuple[Verb | Group, ...] = (
              args=(arg("id", metavar="ID", type=nonneg_int, help="the face id (see 'icnd face list')"),),
              params=("id",)),
     )),
-    Group("route", "list, add and remove routes (FIB entries)", "List, add and remove routes in the node's FIB.", (
-        Verb("list", "list routes (one line per next hop)", ("route", "list"),
-             table(("PREFIX", "FACE", "COST", "URI"),
-                   lambda routes: [(r["prefix"], hop["face"], hop["cost"], hop["uri"])
+    Group("route", "list, add and remove routes (RIB entries)",
+          "List, add and remove the node's routes. Each route has an origin: static (added by an operator or "
+          "the configuration), app (a local application's own prefix) or routing (the routing protocol); "
+          "the cheapest route through each face is the one forwarding uses.", (
+        Verb("list", "list routes (one line per route, cheapest first)", ("route", "list"),
+             table(("PREFIX", "FACE", "COST", "ORIGIN", "URI"),
+                   lambda routes: [(r["prefix"], hop["face"], hop["cost"], hop["origin"], hop["uri"])
                                    for r in routes for hop in r["nexthops"]])),
         Verb("add", "add a route to PREFIX via FACE", ("route", "add"),
-             lambda args, r: f"route {r['prefix']} via face {r['face']} cost {r['cost']} added",
+             lambda args, r: f"route {r['prefix']} via face {r['face']} cost {r['cost']} ({r['origin']}) added",
              args=(arg("prefix", metavar="PREFIX", type=name_arg, help="name prefix, e.g. /demo"), FACE,
-                   arg("--cost", type=nonneg_int, default=0, help="route cost, lower is preferred (default: 0)")),
-             params=("prefix", "face", "cost"),
+                   arg("--cost", type=nonneg_int, default=0, help="route cost, lower is preferred (default: 0)"),
+                   arg("--origin", choices=("static", "app"),
+                       help="the route's origin (default: static; app for FACE 'self')")),
+             params=("prefix", "face", "cost", "origin"),
              description="Add a route to PREFIX via FACE. FACE is a face id or a face URI; "
              "a face to the URI is created if it does not exist."),
         Verb("remove", "remove the route to PREFIX via FACE", ("route", "remove"),
-             lambda args, r: f"route {r['prefix']} via face {r['face']} removed",
-             args=(PREFIX, FACE), params=("prefix", "face")),
+             lambda args, r: f"route {r['prefix']} via face {r['face']} removed ({', '.join(r['origins'])})",
+             args=(PREFIX, FACE,
+                   arg("--origin", choices=("static", "app", "routing"),
+                       help="remove only the route of this origin (default: its static and app routes)")),
+             params=("prefix", "face", "origin")),
     )),
     Group("cs", "inspect and erase the Content Store", "Inspect and erase the node's Content Store (cache).", (
         Verb("list", "list cached Data (name, size, freshness, content type)", ("cs", "list"),

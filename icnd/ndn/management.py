@@ -8,10 +8,17 @@ answers, for Interests arriving on NDN faces (`icnd.ndn.face`):
   (``/localhost/nfd/rib/register/<ControlParameters>/params-sha256=…``) and
   the older 4-component command Interest (timestamp, nonce, SignatureInfo,
   SignatureValue as extra components); parsing is
-  `icnd.ndn.nfdmgmt.parse_command`.  A registration adds a FIB route for the
+  `icnd.ndn.nfdmgmt.parse_command`.  A registration adds a RIB route for the
   prefix toward the requesting face (or the FaceId given) with the given
   cost; unregister removes it; a face's routes go when the face closes
-  (`Forwarder.on_face_down`).  Signatures are not checked: as in NFD's
+  (`Forwarder.on_face_down`).  NFD's numeric origins map onto icnd's three
+  (`rib_origin`): 255 (static) -> ``static``, 128 (NLSR) -> ``routing``,
+  any other (0 app, 64 autoreg, 65 client, ...) -> ``app``.  An
+  ExpirationPeriod is honoured: the route is removed when it runs out (the
+  RIB's expiry, timed by the forwarder's timers) unless registered again.
+  Flags: icnd's FIB has no child inheritance (the longest match is the only
+  match), so every route behaves as CAPTURE and CHILD_INHERIT has no effect;
+  both are echoed back as given.  Signatures are not checked: as in NFD's
   default configuration, any command arriving on a *local* face is accepted.
 - the status datasets ``status/general`` and ``faces/list``, versioned and
   segmented as NFD publishes them (``/…/v=<ms>/seg=<n>`` with FinalBlockId),
@@ -28,7 +35,7 @@ its `scopes` (``/localhop/nfd``, and ``/localhost/nfd`` from local faces)
 that arrive on NDN faces, before the forwarder.  The answers are plain
 `Data` in icnd's model; the face's `NdnLinkService` echoes the command's
 PIT token and signs them with DigestSha256 when they leave.  The manager is
-handed the face table, the FIB and the forwarder's counters, not the node.
+handed the face table, the RIB and the forwarder's counters, not the node.
 """
 
 from __future__ import annotations
@@ -39,7 +46,8 @@ from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from icnd import __version__
-from icnd.core.tables.fib import Fib, TableFull
+from icnd.core.tables.fib import TableFull
+from icnd.core.tables.rib import ORIGIN_APP, ORIGIN_ROUTING, ORIGIN_STATIC, Rib
 from icnd.errors import CommandError
 from icnd.faces import Face, LinkService
 from icnd.name import Name, generic, segment, version
@@ -53,6 +61,8 @@ log = logging.getLogger("icnd.ndn.mgmt")
 LOCALHOST_NFD = (generic("localhost"), generic("nfd"))
 LOCALHOP_NFD = (generic("localhop"), generic("nfd"))
 ROUTE_ORIGIN_APP = 0
+ROUTE_ORIGIN_NLSR = 128
+ROUTE_ORIGIN_STATIC = 255
 ROUTE_FLAG_CHILD_INHERIT = 1
 ROUTE_FLAG_CAPTURE = 2
 DATASET_SEGMENT = 7000  # bytes of dataset per segment, well inside 8800-byte packets
@@ -104,16 +114,28 @@ def is_nfd_name(comps: tuple[bytes, ...]) -> bool:
     return len(comps) > 2 and (comps[:2] == LOCALHOST_NFD or comps[:2] == LOCALHOP_NFD)
 
 
+def rib_origin(origin: int) -> str:
+    """icnd's route origin for an NFD route origin number."""
+    if origin == ROUTE_ORIGIN_STATIC:
+        return ORIGIN_STATIC
+    if origin == ROUTE_ORIGIN_NLSR:
+        return ORIGIN_ROUTING
+    return ORIGIN_APP
+
+
 class NdnManagement:
     """Answers ``/localhost/nfd`` Interests from NDN faces; synchronous (no I/O).
 
     ``counters()`` and ``table_sizes()`` are the forwarder's (as dicts),
-    ``started_at()`` the node's start time (Unix seconds)."""
+    ``started_at()`` the node's start time (Unix seconds), ``clock()`` the
+    forwarder's clock (route expiry times are on it)."""
 
-    def __init__(self, faces: Faces, fib: Fib, *, counters: Callable[[], dict[str, int]],
-                 table_sizes: Callable[[], dict[str, int]], started_at: Callable[[], float]) -> None:
+    def __init__(self, faces: Faces, rib: Rib, *, counters: Callable[[], dict[str, int]],
+                 table_sizes: Callable[[], dict[str, int]], started_at: Callable[[], float],
+                 clock: Callable[[], float]) -> None:
         self.faces = faces
-        self.fib = fib
+        self.rib = rib
+        self._clock = clock
         self._counters = counters
         self._table_sizes = table_sizes
         self._started_at = started_at
@@ -190,15 +212,19 @@ class NdnManagement:
         cost = params.cost if params.cost is not None else 0
         origin = params.origin if params.origin is not None else ROUTE_ORIGIN_APP
         flags = params.flags if params.flags is not None else ROUTE_FLAG_CHILD_INHERIT
+        period = params.expiration_period  # ms; absent: until unregistered or the face closes
+        expires = self._clock() + period / 1000 if period is not None else None
         name = params.name
         try:
-            self.fib.add(name, face_id, cost)
+            self.rib.add(name, face_id, cost, rib_origin(origin), expires=expires)
         except TableFull as exc:
             raise CommandError(500, str(exc)) from None
         except ValueError as exc:
             raise CommandError(400, f"cannot route {name}: {exc}") from None
-        log.info("face %d registered %s (route via face %d, cost %d)", face.id, name, face_id, cost)
-        return ControlParameters(name=params.name, face_id=face_id, origin=origin, cost=cost, flags=flags)
+        log.info("face %d registered %s (route via face %d, cost %d, origin %d%s)", face.id, name, face_id,
+                 cost, origin, "" if period is None else f", for {period} ms")
+        return ControlParameters(name=params.name, face_id=face_id, origin=origin, cost=cost, flags=flags,
+                                 expiration_period=period)
 
     def _unregister(self, face: Face, params: ControlParameters) -> ControlParameters:
         if params.name is None:
@@ -206,7 +232,7 @@ class NdnManagement:
         face_id = self._target_face(face, params)
         origin = params.origin if params.origin is not None else ROUTE_ORIGIN_APP
         name = params.name
-        if self.fib.remove(name, face_id):  # like NFD: unregistering nothing still succeeds
+        if self.rib.remove(name, face_id, rib_origin(origin)):  # like NFD: unregistering nothing still succeeds
             log.info("face %d unregistered %s (face %d)", face.id, name, face_id)
         return ControlParameters(name=params.name, face_id=face_id, origin=origin)
 

@@ -658,7 +658,7 @@ class Network:
             if not faces:
                 continue
             await client.command("route", "add", prefix=route.prefix, face=faces[0], cost=route.cost,
-                                 timeout=COMMAND_TIMEOUT)
+                                 origin="static", timeout=COMMAND_TIMEOUT)
 
     async def _update_link(self, a: str | NodeHandle, b: str | NodeHandle, **changes: Any) -> None:
         index = self._link_index(a, b)

@@ -18,7 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
+import trio
 
+from icnd import connect
 from icnd.security import Ed25519Key
 from icnd.testing.processes import Daemon
 from icnd.testing.processes import run_cli as icnd
@@ -109,17 +111,63 @@ def test_route_add_list_remove(node, udp_port):
     assert added["prefix"] == "/test/route" and added["cost"] == 7
     face_id = added["face"]
     by_id = icnd_json("route", "add", "/test/other", str(face_id), sock=node.sock)
-    assert by_id == {"prefix": "/test/other", "face": face_id, "cost": 0}
+    assert by_id == {"prefix": "/test/other", "face": face_id, "cost": 0, "origin": "static"}
 
     routes = {r["prefix"]: r["nexthops"] for r in icnd_json("route", "list", sock=node.sock)}
-    assert {"face": face_id, "cost": 7, "uri": uri} in routes["/test/route"]
-    assert "/node/t" in routes  # the node's own prefix
+    assert {"face": face_id, "cost": 7, "uri": uri, "origin": "static"} in routes["/test/route"]
+    assert routes["/node/t"][0]["origin"] == "app"  # the node's own prefix
 
     assert icnd_json("route", "remove", "/test/route", str(face_id), sock=node.sock) == {
-        "prefix": "/test/route", "face": face_id}
+        "prefix": "/test/route", "face": face_id, "origins": ["static"]}
     assert icnd_json("route", "remove", "/test/other", uri, sock=node.sock)["face"] == face_id
     prefixes = {r["prefix"] for r in icnd_json("route", "list", sock=node.sock)}
     assert not {"/test/route", "/test/other"} & prefixes
+
+
+async def test_route_origins_static_and_app(node, udp_port):
+    """A static route (``route add``) and an application's own route
+    (`Client.serve`) for one prefix: both listed with their origins, the
+    cheapest first; the app's goes when it stops serving, the static stays."""
+    uri = f"udp://127.0.0.1:{udp_port}"
+
+    def cli(*args: str) -> object:
+        return icnd_json(*args, sock=node.sock)
+
+    added = await trio.to_thread.run_sync(cli, "route", "add", "/test/origins", uri, "--cost", "3")
+    assert added["origin"] == "static"
+    async with connect(str(node.sock)) as c:
+        async with c.serve("/test/origins", lambda interest: b"served", cost=5):
+            routes = {r["prefix"]: r for r in await trio.to_thread.run_sync(cli, "route", "list")}
+            entry = routes["/test/origins"]
+            assert (entry["origin"], entry["cost"]) == ("static", 3)  # the cheapest route's
+            assert [(h["origin"], h["cost"]) for h in entry["nexthops"]] == [("static", 3), ("app", 5)]
+            app_face = entry["nexthops"][1]["face"]
+            assert app_face != added["face"]  # the client's own face
+            table = (await trio.to_thread.run_sync(
+                lambda: icnd("route", "list", "--socket", str(node.sock)))).stdout.decode()
+            assert "ORIGIN" in table.splitlines()[0]
+            lines = [line.split() for line in table.splitlines() if line.startswith("/test/origins")]
+            assert sorted(line[3] for line in lines) == ["app", "static"]
+            # removing an origin the face has no route of fails and changes nothing
+            r = await trio.to_thread.run_sync(
+                lambda: icnd("route", "remove", "/test/origins", str(app_face), "--origin", "routing",
+                             "--socket", str(node.sock)))
+            assert r.returncode == 1 and "no routing route" in one_line_error(r)
+        with trio.fail_after(5):  # serve's end removed the app route (its command is sent on the way out)
+            while True:
+                routes = {r["prefix"]: r for r in await trio.to_thread.run_sync(cli, "route", "list")}
+                if [h["origin"] for h in routes["/test/origins"]["nexthops"]] == ["static"]:
+                    break
+                await trio.sleep(0.05)
+    removed = await trio.to_thread.run_sync(cli, "route", "remove", "/test/origins", uri)
+    assert removed["origins"] == ["static"]
+    status = await trio.to_thread.run_sync(cli, "status")
+    assert status["tables"]["rib_routes"] >= 1 and status["counters"]["rib_refused"] == 0
+
+
+def test_route_add_refuses_the_routing_origin(node):
+    r = icnd("route", "add", "/test/x", "self", "--origin", "routing", "--socket", str(node.sock))
+    assert r.returncode == 2  # not a choice: routing routes come from the routing protocol
 
 
 def test_strategy_set_list_unset(node):

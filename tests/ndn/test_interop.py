@@ -511,6 +511,39 @@ async def test_register_reply_and_errors_carry_a_body(node):
         raw.close()
 
 
+async def test_register_origins_and_expiration_period(node):
+    """NFD route origins map onto icnd's (255 static, 128 routing, others app),
+    and a registration with an ExpirationPeriod is removed when it runs out."""
+    raw = await RawNdn.connect(node.ndn_listen_uris()[0])
+    try:
+        for uri, origin, expected in (("/o/static", 255, "static"), ("/o/nlsr", 128, "routing"),
+                                      ("/o/client", 65, "app")):
+            await raw.send(_command("register", _name_tlv(uri) + b"\x6f\x01" + bytes([origin])))
+            response = nfd_mgmt.parse_response(ndn_enc.parse_data(await raw.recv())[2])
+            assert response["status_code"] == 200 and response["origin"] == origin
+            assert [r.origin for r in node.fw.rib.routes(icnd.Name(uri))] == [expected]
+        registered = trio.current_time()
+        await raw.send(_command("register", _name_tlv("/o/short") + b"\x6d\x02\x01\x2c"))  # 300 ms
+        response = nfd_mgmt.parse_response(ndn_enc.parse_data(await raw.recv())[2])
+        assert response["status_code"] == 200 and response["expiration_period"] == 300
+        assert node.fw.fib.get(icnd.Name("/o/short")) is not None
+        with trio.fail_after(STEP):
+            while node.fw.fib.get(icnd.Name("/o/short")) is not None:
+                await trio.sleep(0.01)
+        assert trio.current_time() - registered >= 0.29
+        assert node.fw.rib.routes(icnd.Name("/o/short")) == []
+        assert node.fw.fib.get(icnd.Name("/o/nlsr")) is not None  # routes without a period stay
+        # unregister names the origin: the NLSR-origin route goes, an app one would not
+        await raw.send(_command("unregister", _name_tlv("/o/nlsr")))  # origin absent: 0 (app)
+        assert nfd_mgmt.parse_response(ndn_enc.parse_data(await raw.recv())[2])["status_code"] == 200
+        assert node.fw.fib.get(icnd.Name("/o/nlsr")) is not None
+        await raw.send(_command("unregister", _name_tlv("/o/nlsr") + b"\x6f\x01\x80"))
+        assert nfd_mgmt.parse_response(ndn_enc.parse_data(await raw.recv())[2])["status_code"] == 200
+        assert node.fw.fib.get(icnd.Name("/o/nlsr")) is None
+    finally:
+        raw.close()
+
+
 async def test_pit_tokens_are_echoed(node):
     node.published.publish(node.key.sign(icnd.Data(icnd.Name("/tok/data"), b"tokens", freshness_ms=10_000)))
     raw = await RawNdn.connect(node.ndn_listen_uris()[1])  # over TCP this time

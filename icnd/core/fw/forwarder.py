@@ -6,6 +6,10 @@ Packets and time go in, `Send` actions come out::
     actions = fw.on_timer(now)                     # when now >= fw.next_deadline()
     actions = fw.on_face_down(face_id)
 
+Routes go into the RIB (`rib`, `icnd.core.tables.rib`: routes by origin),
+which alone writes the FIB (`fib`) that forwarding reads; a route with an
+expiry time is removed by the RIB's timer, run from `on_timer`.
+
 The caller owns the clock, the faces and the encoding; the forwarder never
 reads a clock or touches a socket, so the same code runs in the daemon, in
 unit tests and in the simulator on a virtual clock.
@@ -70,6 +74,7 @@ from icnd.core.tables.pit import OutRecord, Pit, PitEntry
 from icnd.core.tables.reflexive import (
     MALFORMED, NOT_REFLEXIVE, TRIGGER, ReflexiveEntry, ReflexiveTable, classify, has_rnp,
 )
+from icnd.core.tables.rib import ORIGIN_STATIC, Rib
 from icnd.core.timers import TimerQueue
 from icnd.name import LOCALHOST, T_DIGEST, T_RNP, Name
 from icnd.packet import (
@@ -179,6 +184,8 @@ class Forwarder:
         pit_max_bytes: int = 256 * 1024 * 1024,
         pit_max_bytes_per_face: int = 64 * 1024 * 1024,
         fib_max_entries: int = 1_000_000,
+        rib_max_routes: int = 1_000_000,
+        rib_max_bytes: int = 256 * 1024 * 1024,
         dnl_lifetime: float = 6.0,
         dnl_capacity: int = 65536,
         default_strategy: str = "best-route",
@@ -191,6 +198,8 @@ class Forwarder:
         entries and parameter bytes only local faces may use
         (`icnd.core.tables.pit`)."""
         self.fib = Fib(max_entries=fib_max_entries)
+        self.rib = Rib(self.fib, max_routes=rib_max_routes, max_bytes=rib_max_bytes,
+                       schedule=self._schedule_route_expiry)
         self.pit = Pit(max_entries=pit_max_entries, max_per_face=pit_max_per_face,
                        local_reserve=pit_local_reserve, max_bytes=pit_max_bytes,
                        max_bytes_per_face=pit_max_bytes_per_face)
@@ -238,7 +247,7 @@ class Forwarder:
         goes, with its trigger Interest's PIT entry)."""
         self.faces.pop(face, None)
         self.pit.local_faces.discard(face)
-        self.fib.remove_face(face)
+        self.rib.remove_face(face)
         self.rf.remove_face(face)
         self.strategies.face_down(face)
         if self._handlers:
@@ -826,6 +835,7 @@ class Forwarder:
         sizes = {
             "pit_entries": len(self.pit),
             "fib_entries": len(self.fib),
+            "rib_routes": len(self.rib),
             "cs_entries": len(self.cs),
             "cs_bytes": self.cs.bytes_used,
             "faces": len(self.faces) - len(self._hook_faces),  # not the hook faces
@@ -835,5 +845,24 @@ class Forwarder:
             sizes.update(handler.stats())
         return sizes
 
-    def add_route(self, prefix: Name, face: int, cost: int = 0) -> None:
-        self.fib.add(prefix, face, cost)
+    # --- routes -------------------------------------------------------------------------
+    def add_route(self, prefix: Name, face: int, cost: int = 0, origin: str = ORIGIN_STATIC,
+                  expires: float | None = None) -> None:
+        """Add a route to the RIB (which updates the FIB); `Rib.add` raises."""
+        self.rib.add(prefix, face, cost, origin, expires=expires)
+
+    def use_rib(self, rib: Rib) -> None:
+        """Route by `rib` and its FIB from now on (the simulator: a restarted
+        node keeps its routes; a lazily derived FIB); its expiries are timed here."""
+        self.rib = rib
+        self.fib = rib.fib
+        rib.schedule = self._schedule_route_expiry
+        at = rib.next_expiry()
+        if at is not None:
+            self._schedule_route_expiry(at)
+
+    def _schedule_route_expiry(self, at: float) -> None:
+        self.timers.push(at, self._on_route_expiry)
+
+    def _on_route_expiry(self, arg: object, at: float, now: float) -> None:
+        self.rib.expire(now)
