@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from icnd.cli.errors import PROG, CliError
-from icnd.cli.options import add_command
+from icnd.cli.options import add_command, positive_seconds
 from icnd.daemon.config import (
     LOG_LEVELS,
     ConfigError,
@@ -24,6 +24,7 @@ from icnd.daemon.config import (
     load,
     parse_function_flag,
     parse_group_flag,
+    parse_neighbor_flag,
     parse_route_flag,
     validate,
 )
@@ -49,6 +50,12 @@ def build_config(args: argparse.Namespace) -> NodeConfig:
         cfg.faces = list(args.face)
     if args.route is not None:
         cfg.routes = [parse_route_flag(text) for text in args.route]
+    if args.neighbor is not None:
+        cfg.neighbors = [parse_neighbor_flag(text) for text in args.neighbor]
+    if args.hello_interval is not None:
+        cfg.routing.hello_interval_s = args.hello_interval
+    if args.dead_interval is not None:
+        cfg.routing.dead_interval_s = args.dead_interval
     if args.function is not None:
         cfg.functions = [parse_function_flag(text) for text in args.function]
     if args.function_pool is not None:
@@ -125,9 +132,20 @@ def add_commands(subparsers: Any) -> None:
                      help="listen for NDN applications (NDN TLV format, e.g. python-ndn) on unix:///path or "
                      "tcp://HOST:PORT (repeatable; NFD's default is unix:///run/nfd/nfd.sock; see docs/ndn.md)")
     run.add_argument("--face", metavar="URI", action="append",
-                     help="create a persistent face to URI at start-up (repeatable)")
+                     help="create a permanent face to URI at start-up (repeatable): made whether or not the "
+                     "peer is up, reconnected with backoff, never dropped")
     run.add_argument("--route", metavar="PREFIX=URI[,COST]", action="append",
-                     help="add a route to PREFIX via the face to URI at start-up (repeatable)")
+                     help="add a route to PREFIX via the face to URI at start-up (repeatable); the face is "
+                     "permanent, as --face's: the route stays while the peer is down or restarts")
+    run.add_argument("--neighbor", metavar="URI[,cost=N]", action="append",
+                     help="a routing neighbour at udp://HOST:PORT or tcp://HOST:PORT (repeatable): a permanent "
+                     "face, made at start whether or not the peer is up and reconnected with backoff; "
+                     "link cost N >= 1 (default 1); see docs/configuration.md")
+    run.add_argument("--hello-interval", metavar="S", type=positive_seconds,
+                     help="seconds between hellos to each neighbour (default 1; config routing.hello_interval_s)")
+    run.add_argument("--dead-interval", metavar="S", type=positive_seconds,
+                     help="a neighbour silent this long is down; must exceed the hello interval (default 3; "
+                     "config routing.dead_interval_s)")
     run.add_argument("--function", metavar="MODULE:CALLABLE=/fn/NAME", action="append",
                      help="host a named function (repeatable): import CALLABLE from MODULE and serve it "
                      "under /fn/NAME")

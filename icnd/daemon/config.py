@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from icnd.errors import Error
+from icnd.faces.permanent import ReconnectPolicy
 from icnd.faces.uri import parse_face_uri
 from icnd.name import Name
 from icnd.trust.schema import Pattern
@@ -31,6 +32,35 @@ class RouteSpec:
     prefix: str
     face: str  # face URI
     cost: int = 0
+
+
+@dataclass
+class NeighborConfig:
+    """A neighbour (``--neighbor URI[,cost=N]``, ``[[neighbors]]``): a permanent face and its link cost.
+
+    The default cost is 1, as for a topology link without ``cost``
+    (`icnd.topology.spec`): a network started with neighbours alone computes
+    the same route costs as the routes a topology derives (hop counts)."""
+
+    uri: str  # udp://HOST:PORT or tcp://HOST:PORT
+    cost: int = 1  # >= 1
+
+
+ROUTING_MODES = ("link-state", "off")
+
+
+@dataclass
+class RoutingConfig:
+    """The routing protocol's knobs (``[routing]``); consumed by the node's routing shell."""
+
+    mode: str = "link-state"  # "link-state" or "off" (static and application routes only)
+    hello_interval_s: float = 1.0  # a hello to every neighbour this often
+    dead_interval_s: float = 3.0  # a neighbour silent this long is down (> hello_interval_s)
+    lsa_refresh_s: float = 600.0  # a node re-originates its record this often
+    lsa_lifetime_s: float = 1800.0  # a record not refreshed this long is dropped (> lsa_refresh_s)
+    max_prefixes: int = 1000  # prefixes one node may announce
+    max_record_kb: int = 64  # the largest link-state record accepted
+    max_nodes: int = 10_000  # records (origin nodes) the link-state database holds
 
 
 @dataclass
@@ -67,6 +97,11 @@ class NodeConfig:
     ndn_listen: list[str] = field(default_factory=list)  # NDN-format listeners (unix:///path, tcp://HOST:PORT)
     faces: list[str] = field(default_factory=list)
     routes: list[RouteSpec] = field(default_factory=list)
+    neighbors: list[NeighborConfig] = field(default_factory=list)  # permanent faces routing runs over
+    routing: RoutingConfig = field(default_factory=RoutingConfig)
+    face_reconnect_initial_s: float = 0.1  # permanent faces: first wait before reconnecting ...
+    face_reconnect_max_s: float = 10.0  # ... doubling up to this
+    face_connect_timeout_s: float = 5.0  # one connection attempt's deadline
     functions: list[FunctionSpec] = field(default_factory=list)
     groups: list[GroupConfig] = field(default_factory=list)
     data_dir: str = ""
@@ -113,6 +148,11 @@ class NodeConfig:
             text = f"/node/{text}"
         return Name(text)
 
+    def reconnect_policy(self) -> ReconnectPolicy:
+        """How the node's permanent faces retry (`icnd.faces.permanent`)."""
+        return ReconnectPolicy(initial=self.face_reconnect_initial_s, maximum=self.face_reconnect_max_s,
+                               connect_timeout=self.face_connect_timeout_s)
+
 
 _LIST_OF_STR = ("listen", "ndn_listen", "faces")
 _PATHS_RELATIVE_TO_FILE = ("key", "cert", "trust")
@@ -139,7 +179,7 @@ def from_dict(raw: dict[str, Any], origin: str = "<config>") -> NodeConfig:
     cfg = NodeConfig()
     known = {f.name: f for f in fields(NodeConfig)}
     aliases = {"face": "faces", "route": "routes", "function": "functions", "strategy": "strategies",
-               "group": "groups"}
+               "group": "groups", "neighbor": "neighbors"}
     for key, value in raw.items():
         attr = aliases.get(key, key.replace("-", "_"))
         if attr not in known:
@@ -151,6 +191,10 @@ def from_dict(raw: dict[str, Any], origin: str = "<config>") -> NodeConfig:
             setattr(cfg, attr, list(value))
         elif attr == "routes":
             cfg.routes = [_route(v, f"{where}[{i}]") for i, v in enumerate(_table_list(value, where))]
+        elif attr == "neighbors":
+            cfg.neighbors = [_neighbor(v, f"{where}[{i}]") for i, v in enumerate(_table_list(value, where))]
+        elif attr == "routing":
+            cfg.routing = _routing(value, where)
         elif attr == "functions":
             cfg.functions = [_function(v, f"{where}[{i}]") for i, v in enumerate(_table_list(value, where))]
         elif attr == "groups":
@@ -187,6 +231,36 @@ def _route(v: dict, where: str) -> RouteSpec:
     if type(cost) is not int or cost < 0:
         raise ConfigError(f"{where}: cost must be a non-negative integer")
     return RouteSpec(v["prefix"], v["face"], cost)
+
+
+def _neighbor(v: dict, where: str) -> NeighborConfig:
+    extra = set(v) - {"uri", "cost"}
+    if extra:
+        raise ConfigError(f"{where}: unknown key(s) {sorted(extra)}")
+    if not isinstance(v.get("uri"), str):
+        raise ConfigError(f"{where}: needs a uri string (udp://HOST:PORT or tcp://HOST:PORT)")
+    cost = v.get("cost", 1)
+    if type(cost) is not int:
+        raise ConfigError(f"{where}: cost must be an integer >= 1")
+    return NeighborConfig(v["uri"], cost)
+
+
+def _routing(value: Any, where: str) -> RoutingConfig:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: expected a table ([routing])")
+    routing = RoutingConfig()
+    known = {f.name for f in fields(RoutingConfig)}
+    for key, item in value.items():
+        attr = key.replace("-", "_")
+        if attr not in known:
+            raise ConfigError(f"{where}: unknown key {key!r}; known: {', '.join(sorted(known))}")
+        expected = type(getattr(routing, attr))
+        if expected is float and isinstance(item, int) and not isinstance(item, bool):
+            item = float(item)
+        if type(item) is not expected:
+            raise ConfigError(f"{where}.{key}: expected {expected.__name__}, got {type(item).__name__}")
+        setattr(routing, attr, item)
+    return routing
 
 
 def _function(v: dict, where: str) -> FunctionSpec:
@@ -242,6 +316,22 @@ def parse_route_flag(text: str) -> RouteSpec:
     return RouteSpec(prefix, uri, cost_value)
 
 
+def parse_neighbor_flag(text: str) -> NeighborConfig:
+    """--neighbor URI[,cost=N]"""
+    uri, *options = text.split(",")
+    neighbor = NeighborConfig(uri)
+    for option in options:
+        key, sep, value = option.partition("=")
+        if key.strip() != "cost" or not sep:
+            raise ConfigError(f"--neighbor {text!r}: unknown option {option!r}; expected URI[,cost=N]")
+        try:
+            neighbor.cost = int(value)
+        except ValueError:
+            raise ConfigError(f"--neighbor {text!r}: cost must be an integer >= 1") from None
+    _check_neighbor(neighbor, f"--neighbor {text!r}")
+    return neighbor
+
+
 def parse_function_flag(text: str) -> FunctionSpec:
     """--function MODULE:CALLABLE=/fn/NAME"""
     target, sep, prefix = text.partition("=")
@@ -282,6 +372,8 @@ def validate(cfg: NodeConfig, origin: str = "<config>") -> None:
             Name(r.prefix)
         except ValueError as exc:
             raise ConfigError(f"{origin}: route prefix {r.prefix!r}: {exc}") from None
+    _validate_neighbors(cfg, origin)
+    _validate_routing(cfg, origin)
     for uri in cfg.ndn_listen:
         try:
             parsed = parse_face_uri(uri)
@@ -323,3 +415,49 @@ def validate(cfg: NodeConfig, origin: str = "<config>") -> None:
             raise ConfigError(f"{origin}: {key} must be > 0")
     if not 0 <= cfg.pit_local_reserve_percent <= 90:
         raise ConfigError(f"{origin}: pit_local_reserve_percent must be within 0..90")
+
+
+def _validate_neighbors(cfg: NodeConfig, origin: str) -> None:
+    """Each neighbour a udp:// or tcp:// URI, once, with a cost >= 1; the reconnect policy sound."""
+    seen: set[str] = set()
+    for n in cfg.neighbors:
+        where = f"{origin}: neighbor {n.uri!r}"
+        canonical = _check_neighbor(n, where)
+        if canonical in seen:
+            raise ConfigError(f"{where}: listed twice")
+        seen.add(canonical)
+    try:
+        cfg.reconnect_policy()
+    except ValueError as exc:
+        raise ConfigError(f"{origin}: face_reconnect_initial_s, face_reconnect_max_s, face_connect_timeout_s: "
+                          f"{exc}") from None
+
+
+def _check_neighbor(n: NeighborConfig, where: str) -> str:
+    """The neighbour's canonical URI; a `ConfigError` starting with `where` if it is unusable."""
+    try:
+        parsed = parse_face_uri(n.uri)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    if parsed.scheme not in ("udp", "tcp"):
+        raise ConfigError(f"{where}: a neighbour is udp://HOST:PORT or tcp://HOST:PORT")
+    if n.cost < 1:
+        raise ConfigError(f"{where}: cost must be an integer >= 1, not {n.cost}")
+    return str(parsed)
+
+
+def _validate_routing(cfg: NodeConfig, origin: str) -> None:
+    r = cfg.routing
+    if r.mode not in ROUTING_MODES:
+        raise ConfigError(f"{origin}: routing.mode must be one of {', '.join(ROUTING_MODES)}, not {r.mode!r}")
+    for key in ("hello_interval_s", "dead_interval_s", "lsa_refresh_s", "lsa_lifetime_s", "max_prefixes",
+                "max_record_kb", "max_nodes"):
+        value = getattr(r, key)
+        if not value > 0 or value == float("inf"):
+            raise ConfigError(f"{origin}: routing.{key} must be a finite number > 0, not {value!r}")
+    if r.dead_interval_s <= r.hello_interval_s:
+        raise ConfigError(f"{origin}: routing.dead_interval_s ({r.dead_interval_s:g}) must exceed "
+                          f"routing.hello_interval_s ({r.hello_interval_s:g}) (--dead-interval, --hello-interval)")
+    if r.lsa_lifetime_s <= r.lsa_refresh_s:
+        raise ConfigError(f"{origin}: routing.lsa_lifetime_s ({r.lsa_lifetime_s:g}) must exceed "
+                          f"routing.lsa_refresh_s ({r.lsa_refresh_s:g})")

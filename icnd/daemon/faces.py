@@ -15,6 +15,14 @@ it directly for every packet it sends.  `set_link` puts a link emulator
 (`ShapedSender`) in front of a face's transport by swapping its link
 service's ``transmit``.
 
+Faces the configuration names (``--face``, ``--route``, ``--neighbor``)
+are *permanent* (`open` with ``permanent=True``; `icnd.faces.permanent`):
+added at once whether or not the peer is up, they reconnect with backoff
+and never go down, so the forwarder keeps their routes across the peer's
+restarts.  A permanent UDP face takes its peer's address on the listener
+(an on-demand face already there is replaced); `_claimed` remembers which
+listener faces permanent faces hold, so no one else ever runs them.
+
 Managers are handed this table, not the node: it is the face-table
 interface of `icnd.daemon.mgmt.faces` and `icnd.ndn.management`.
 """
@@ -23,16 +31,30 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Literal, overload
 
 import trio
 
-from icnd.faces import Face, LinkService, NativeLinkService, OnReceive, UdpListener, connect_face, parse_face_uri
+from icnd.faces import (
+    DEFAULT_RECONNECT,
+    Face,
+    LinkService,
+    NativeLinkService,
+    OnReceive,
+    PermanentFace,
+    ReconnectPolicy,
+    UdpListener,
+    connect_face,
+    parse_face_uri,
+)
+from icnd.faces.uri import FaceUri
 from icnd.faces.link import LinkModel, LinkParams, ShapedSender
 
 log = logging.getLogger("icnd.node")
 
 IDLE_SWEEP_INTERVAL = 30.0
+CLAIM_ATTEMPTS = 3  # a permanent UDP face's tries to take its address from on-demand faces, per connect
 
 
 class FaceTable:
@@ -58,6 +80,9 @@ class FaceTable:
         self._on_down = on_down
         self._nursery: trio.Nursery | None = None
         self._idle_seen: dict[int, tuple[int, float]] = {}
+        self.reconnect: ReconnectPolicy = DEFAULT_RECONNECT  # how permanent faces retry
+        # listener face -> the permanent face running it (at most one entry per permanent face, see _claim)
+        self._claimed: dict[Face, PermanentFace] = {}
 
     def start(self, nursery: trio.Nursery) -> None:
         """Faces added from now on run in `nursery`."""
@@ -120,30 +145,90 @@ class FaceTable:
             self._on_down(face)
             log.debug("face %d down: %s (%s)", face.id, face.remote_uri, face.close_reason)
 
-    async def open(self, uri: str) -> Face:
-        """The face to `uri`, created if it does not exist yet (``face create``)."""
+    @overload
+    async def open(self, uri: str, *, permanent: Literal[True]) -> PermanentFace: ...
+
+    @overload
+    async def open(self, uri: str, *, permanent: bool = False) -> Face: ...
+
+    async def open(self, uri: str, *, permanent: bool = False) -> Face:
+        """The face to `uri`, created if it does not exist yet (``face create``).
+
+        ``permanent=True`` (what the configuration's faces get): a
+        `PermanentFace`, added at once without waiting for the peer (so only
+        a bad URI raises); an existing permanent face to `uri` is returned,
+        an existing other face to `uri` is closed and replaced."""
         parsed = parse_face_uri(uri)
         canonical = str(parsed)
         existing = self.find(canonical)
+        if permanent:
+            if isinstance(existing, PermanentFace):
+                return existing
+            if existing is not None:
+                log.info("face %d %s: replaced by a permanent face", existing.id, canonical)
+                await existing.aclose()
+            return self._add_permanent(parsed)
         if existing is not None:
             existing.persistent = True  # asked for by name: an operator's face now, not on-demand
             return existing
         if parsed.scheme == "udp":
             assert parsed.port is not None
             listener = self._udp_listener_for(parsed.host)
+            if listener is None:
+                raise ValueError(f"no UDP listener for {'IPv6' if ':' in parsed.host else 'IPv4'}; "
+                                 "add --listen udp://...")
             face = await listener.face_to(parsed.host, parsed.port)
+            owner = self._claimed.get(face)
+            if owner is not None and not face.closed:
+                return owner  # the same peer under another name: its permanent face
             face.persistent = True
             if face.id and face.id in self.faces:
                 return face
             return self.add(face)
         return self.add(await connect_face(parsed))
 
-    def _udp_listener_for(self, host: str) -> UdpListener:
+    def _udp_listener_for(self, host: str) -> UdpListener | None:
         want_v6 = ":" in host
         for listener in self.udp_listeners:
             if (":" in listener.local_address[0]) == want_v6:
                 return listener
-        raise ValueError(f"no UDP listener for {'IPv6' if want_v6 else 'IPv4'}; add --listen udp://...")
+        return None
+
+    def _add_permanent(self, parsed: FaceUri) -> PermanentFace:
+        connect: Callable[[], Awaitable[Face]]
+        if parsed.scheme == "udp":
+            async def connect() -> Face:
+                return await self._claim(parsed, face)
+        else:
+            async def connect() -> Face:
+                return await connect_face(parsed)
+        face = PermanentFace(str(parsed), connect, local=parsed.scheme == "unix", policy=self.reconnect)
+        self.add(face)
+        return face
+
+    async def _claim(self, parsed: FaceUri, owner: PermanentFace) -> Face:
+        """A permanent UDP face's connect: the listener's face toward the peer, held by `owner` alone.
+
+        An on-demand face the peer made first is closed so that its address
+        becomes the permanent face's; without a UDP listener of the address
+        family, a face on its own ephemeral socket."""
+        for held in [held for held in self._claimed if held.closed]:
+            del self._claimed[held]
+        listener = self._udp_listener_for(parsed.host)
+        if listener is None:
+            return await connect_face(parsed)
+        assert parsed.port is not None
+        for _ in range(CLAIM_ATTEMPTS):
+            face = await listener.face_to(parsed.host, parsed.port)
+            holder = self._claimed.get(face)
+            if holder is not None:
+                raise ValueError(f"{parsed} is the address of permanent face {holder.id} ({holder.remote_uri})")
+            if not face.id:
+                self._claimed[face] = owner
+                return face
+            log.info("face %d %s: replaced by permanent face %d", face.id, face.remote_uri, owner.id)
+            await face.aclose()
+        raise OSError(f"{parsed}: new on-demand faces keep taking the address")
 
     async def destroy(self, face_id: int) -> bool:
         face = self.faces.get(face_id)

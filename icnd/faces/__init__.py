@@ -8,6 +8,7 @@ A face (transport) moves whole packets as ``bytes`` and nothing else: see
 from icnd.faces.base import Face, FaceCounters, FaceLimits, Listener, ListenerCounters, OnNewFace, OnReceive
 from icnd.faces.endpoints import connect_face, open_listener
 from icnd.faces.memory import MemoryFace, memory_face_pair
+from icnd.faces.permanent import DEFAULT_RECONNECT, PermanentFace, ReconnectPolicy
 from icnd.faces.service import LinkService, NativeLinkService, NothingToDeliver, Unsendable
 from icnd.faces.stream import StreamFace, StreamListener, connect_stream, open_stream_listener
 from icnd.faces.udp import MAX_DATAGRAM, UdpFace, UdpListener, connect_udp, open_udp_listener
@@ -15,6 +16,7 @@ from icnd.faces.uri import DEFAULT_PORT, FaceUri, parse_face_uri
 
 __all__ = [
     "DEFAULT_PORT",
+    "DEFAULT_RECONNECT",
     "MAX_DATAGRAM",
     "Face",
     "FaceCounters",
@@ -28,6 +30,8 @@ __all__ = [
     "NothingToDeliver",
     "OnNewFace",
     "OnReceive",
+    "PermanentFace",
+    "ReconnectPolicy",
     "StreamFace",
     "StreamListener",
     "UdpFace",

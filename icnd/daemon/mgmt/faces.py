@@ -10,7 +10,7 @@ from icnd.daemon.faces import FaceTable
 from icnd.daemon.mgmt.args import arg
 from icnd.daemon.mgmt.dispatcher import Commands
 from icnd.errors import CommandError
-from icnd.faces import Face
+from icnd.faces import Face, PermanentFace
 from icnd.faces.link import LinkParams
 
 
@@ -34,8 +34,13 @@ class FaceManager:
             "local": face.local,
             "persistent": face.persistent,
             "wire_format": face.wire_format,
+            "permanent": isinstance(face, PermanentFace),
+            "state": face.state if isinstance(face, PermanentFace) else "up",
             "counters": face.counters.as_dict(),
         }
+        if isinstance(face, PermanentFace):
+            info["reconnect"] = {"connects": face.connects, "connect_failures": face.connect_failures,
+                                 "last_error": face.last_error}
         sender = self.faces.shaper(face.id)
         if sender is not None:
             params = sender.model.params
