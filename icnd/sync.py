@@ -5,8 +5,11 @@
 
 The trio client runs in a background thread with its own trio loop; each
 method call is carried into that loop with `trio.from_thread.run` and blocks
-until it returns.  `serve` takes a plain (synchronous) handler and returns a
-context manager.  Errors are the same `icnd.Error` subclasses.
+until it returns: every coroutine method of `icnd.Client` (fetch, publish,
+call, announce, withdraw, routing, status, ...) is offered under its own
+name by `__getattr__`, so the facade never lags the client.  `serve` takes
+a plain (synchronous) handler and returns a context manager.  Errors are
+the same `icnd.Error` subclasses.
 """
 
 from __future__ import annotations

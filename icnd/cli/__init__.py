@@ -2,6 +2,7 @@
 
     icnd run [--config FILE] [--name /node/NAME] [--listen URI ...] ...
     icnd status | face | route | cs | strategy ...     (nfdc-like, over the local socket)
+    icnd announce | withdraw PREFIX, icnd routing      (link-state routing)
     icnd ping | fetch | publish | call | reduce | contribute | group | keygen | cert | topo
 
 Exit codes (the contract in interface.md §3-§5): 0 success; 1 the operation
@@ -13,7 +14,8 @@ with ``--json`` exactly the result the node returned (see docs/management.md).
 
 One module per command group: `run` (the daemon and its configuration),
 `nfdc` (status, face, route, cs, strategy: one table of management
-commands), `data` (ping, fetch, publish), `compute` (call), `reduce`
+commands), `routing` (announce, withdraw, routing: rows of the same
+table), `data` (ping, fetch, publish), `compute` (call), `reduce`
 (reduce, contribute, group), `keys` (keygen, cert), `topo` (topo up/down/sim);
 `app` assembles the parser and runs `main`.  Shared pieces: `options`
 (argument types, common options), `output` (tables, JSON), `session` (one

@@ -13,7 +13,7 @@ import sys
 from typing import Sequence
 
 from icnd import __version__
-from icnd.cli import compute, data, keys, nfdc, reduce, run, topo
+from icnd.cli import compute, data, keys, nfdc, reduce, routing, run, topo
 from icnd.cli.errors import PROG, CliError, print_error
 from icnd.cli.options import Parents
 from icnd.errors import Error
@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     parents = Parents.build()
     run.add_commands(sub)
     nfdc.add_commands(sub, parents)
+    routing.add_commands(sub, parents)
     compute.add_commands(sub, parents)
     reduce.add_commands(sub, parents)
     data.add_commands(sub, parents)

@@ -531,6 +531,26 @@ class Client:
         result = await self.reduce(group, round, op, timeout=max(0.1, deadline - trio.current_time()))
         return result.array
 
+    # --- routing (docs/management.md#routing) -----------------------------------------------
+    async def announce(self, prefix: NameLike) -> None:
+        """Have the node originate `prefix` network-wide: with link-state
+        routing every node learns a route to it here.  Announcing it again is
+        no change.  Raises CommandError: 400 for a /localhost or /localhop
+        name, 409 beyond the node's bound of announced prefixes or on a node
+        without routing."""
+        await self.command("routing", "announce", prefix=Name(prefix).to_uri())
+
+    async def withdraw(self, prefix: NameLike) -> None:
+        """Undo `announce`.  Raises CommandError 404 when `prefix` was not
+        announced that way (what an application serves is withdrawn when it
+        stops serving), 409 on a node without routing."""
+        await self.command("routing", "withdraw", prefix=Name(prefix).to_uri())
+
+    async def routing(self) -> dict:
+        """The node's routing state, as ``icnd routing --json`` prints it:
+        neighbours, link-state database, announced prefixes, counters."""
+        return await self.command("routing", "status")
+
     # --- management -------------------------------------------------------------------------
     async def command(self, module: str, verb: str, *, timeout: float = 10.0, **args: Any) -> Any:
         """Run a management command on the node; raises CommandError if refused."""

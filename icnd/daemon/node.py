@@ -64,9 +64,11 @@ from icnd.compute.host import HOST_COUNTERS, HOST_TABLES
 from icnd.compute.registry import HostedFunction, hosted, load_callable
 from icnd.core.fw.forwarder import Forwarder, Send
 from icnd.core.tables.fib import TableFull
+from icnd.core.tables.rib import ORIGIN_APP, ORIGIN_STATIC
+from icnd.core.routing.router import ROUTING_PREFIX, RouterConfig
 from icnd.core.timers import TIMER_SLACK
 from icnd.daemon.certs import CertificateTable
-from icnd.daemon.config import NodeConfig
+from icnd.daemon.config import NeighborConfig, NodeConfig
 from icnd.daemon.faces import FaceTable
 from icnd.daemon.mgmt.cs import CsManager
 from icnd.daemon.mgmt.dispatcher import Dispatcher
@@ -74,9 +76,11 @@ from icnd.daemon.mgmt.faces import FaceManager
 from icnd.daemon.mgmt.groups import GroupManager
 from icnd.daemon.mgmt.objects import ObjectManager
 from icnd.daemon.mgmt.routes import RouteManager
+from icnd.daemon.mgmt.routing import RoutingManager
 from icnd.daemon.mgmt.status import StatusManager
 from icnd.daemon.mgmt.strategy import StrategyManager
 from icnd.daemon.producers import ProducerTable, add_node_producers
+from icnd.daemon.routing import RoutingShell
 from icnd.endpoint import resolve_socket_path
 from icnd.errors import DecodeError, Error
 from icnd.faces import (
@@ -86,6 +90,7 @@ from icnd.faces import (
     LinkService,
     NothingToDeliver,
     OnReceive,
+    PermanentFace,
     UdpListener,
     Unsendable,
     memory_face_pair,
@@ -108,6 +113,7 @@ from icnd.trust.cert import CertificateError
 log = logging.getLogger("icnd.node")
 
 INTERNAL_FACE = 1
+ROUTING_SCOPE = ROUTING_PREFIX.comps
 DEFAULT_PORT = 6363
 IDENTITY_FILE = "identity.key"
 
@@ -179,17 +185,19 @@ class Node:
         self.mgmt_commands = 0
         self.ready = trio.Event()
         self._functions: list[HostedFunction] = []
+        self.neighbor_faces: list[tuple[PermanentFace, NeighborConfig]] = []  # --neighbor's faces (_apply_config)
         self.function_host: Any = None
         self._internal: Any = None  # the in-process client (icnd.client.door.Client) on a memory face, once made
         self._internal_lock = trio.Lock()
         # the certificates this node serves (its own, its anchors', its clients')
-        self.certs = CertificateTable(lambda name: self.fw.fib.add(name, INTERNAL_FACE, 0))
+        self.certs = CertificateTable(lambda name: self.fw.add_route(name, INTERNAL_FACE, 0, ORIGIN_APP))
         # set by bind():
         self.key: Ed25519Key
         self.cert: Certificate  # the node's certificate (--cert, or self-signed)
         self.validator: Validator  # the one validator: function callers, group descriptors, contributions
         self.published: ObjectService  # repo and object store
         self.reduction: ReductionService  # groups and contributions
+        self.routing: RoutingShell | None = None  # link-state routing ([routing] mode), made by bind()
 
     # --- start-up -------------------------------------------------------------------
     async def bind(self) -> None:
@@ -218,6 +226,8 @@ class Node:
                                for f in cfg.functions]
         except ValueError as exc:
             raise StartupError(f"--function: {exc}") from None
+        if cfg.routing.mode == "link-state":
+            self.routing = self._make_routing()
         capacity = int(cfg.repo_capacity_mb * 1024 * 1024)
         try:
             repo = Repo(capacity, cfg.data_dir or None)
@@ -236,10 +246,24 @@ class Node:
             await self._close_listeners()
             raise
 
+    def _make_routing(self) -> RoutingShell:
+        r = self.config.routing
+        config = RouterConfig(hello_interval=r.hello_interval_s, dead_interval=r.dead_interval_s,
+                              refresh=r.lsa_refresh_s, lifetime=r.lsa_lifetime_s, max_prefixes=r.max_prefixes,
+                              max_record_bytes=r.max_record_kb * 1024, max_nodes=r.max_nodes)
+        return RoutingShell(self.name, key=self.key, cert=self.cert, validator=self.validator, rib=self.fw.rib,
+                            links=self._links, is_local=self._is_local_face, config=config)
+
+    def _is_local_face(self, face_id: int) -> bool:
+        if face_id == INTERNAL_FACE:
+            return True
+        face = self.faces.get(face_id)
+        return face is not None and face.local
+
     def _build_services(self, repo: Repo, objects: ObjectStore) -> None:
         """The node's producers and managers, each handed only what it serves."""
         fw = self.fw
-        self.published = ObjectService(repo, objects, fib=fw.fib, cs=fw.cs, key=self.key, face=INTERNAL_FACE)
+        self.published = ObjectService(repo, objects, rib=fw.rib, cs=fw.cs, key=self.key, face=INTERNAL_FACE)
         self.reduction = ReductionService(self.name, self.key, self.groups, self.contrib,
                                           deliver=self.deliver, clock=trio.current_time, validator=self.validator,
                                           fetch_cert=self.fetch_certificate, spawn=self._spawn)
@@ -251,11 +275,12 @@ class Node:
         for manager in (
             StatusManager(self.status),
             FaceManager(self.faces),
-            RouteManager(fw.fib, self.faces),
+            RouteManager(fw.rib, self.faces),
             CsManager(fw.cs),
             StrategyManager(fw.strategies),
             ObjectManager(self.published, self.certs.published),
             GroupManager(self.reduction),
+            RoutingManager(self.routing),
         ):
             self.mgmt.add(manager)
 
@@ -381,8 +406,8 @@ class Node:
         self.faces.link_services["ndn"] = NdnLinkService
         if "ndn" not in self.command_receivers:
             self.command_receivers["ndn"] = NdnManagement(
-                self.faces, self.fw.fib, counters=self.fw.counters.as_dict, table_sizes=self.fw.table_sizes,
-                started_at=lambda: self.started_at)
+                self.faces, self.fw.rib, counters=self.fw.counters.as_dict, table_sizes=self.fw.table_sizes,
+                started_at=lambda: self.started_at, clock=trio.current_time)
         if parsed.scheme == "unix":
             directory = os.path.dirname(parsed.path)
             try:
@@ -426,13 +451,18 @@ class Node:
                     nursery.start_soon(listener.run)
                 nursery.start_soon(self._timer_loop)
                 nursery.start_soon(self.faces.close_idle, self.config.udp_idle_timeout_s)
-                self.fw.fib.add(self.name, INTERNAL_FACE, 0)
+                if self.routing is not None:
+                    await nursery.start(self.routing.run)
+                self.fw.add_route(self.name, INTERNAL_FACE, 0, ORIGIN_APP)
                 self.published.announce()
                 self.certs.add(self.cert, pinned=True)
                 self.certs.add_all(self.validator.certificates(), pinned=True)
                 for data in self.published.repo.names():  # certificates clients published before a restart
                     self.certs.published(data)
                 await self._apply_config()
+                if self.routing is not None:
+                    for face, neighbor in self.neighbor_faces:
+                        self.routing.add_neighbor(face, neighbor.cost)
                 if self._functions:
                     await self._start_function_host(nursery)
                 self.started_at = time.time()
@@ -457,15 +487,23 @@ class Node:
         self._nursery.start_soon(fn, *args)
 
     async def _apply_config(self) -> None:
+        """The configuration's faces, all permanent (made now, reconnected for as long as the node runs),
+        and its static routes over them."""
+        self.faces.reconnect = self.config.reconnect_policy()
+        for neighbor in self.config.neighbors:
+            try:
+                self.neighbor_faces.append((await self.faces.open(neighbor.uri, permanent=True), neighbor))
+            except (OSError, ValueError) as exc:
+                log.warning("neighbor %s: %s", neighbor.uri, exc)
         for uri in self.config.faces:
             try:
-                await self.faces.open(uri)
+                await self.faces.open(uri, permanent=True)
             except (OSError, ValueError) as exc:
                 log.warning("face %s: %s", uri, exc)
         for route in self.config.routes:
             try:
-                face = await self.faces.open(route.face)
-                self.fw.fib.add(Name(route.prefix), face.id, route.cost)
+                face = await self.faces.open(route.face, permanent=True)
+                self.fw.add_route(Name(route.prefix), face.id, route.cost, ORIGIN_STATIC)
             except (OSError, ValueError, TableFull) as exc:
                 log.warning("route %s via %s: %s", route.prefix, route.face, exc)
 
@@ -497,6 +535,8 @@ class Node:
 
     def _on_face_down(self, face: Face) -> None:
         self._dispatch(self.fw.on_face_down(face.id, trio.current_time()))
+        if self.routing is not None:
+            self.routing.face_down(face.id)
 
     # --- packets -------------------------------------------------------------------------------
     def _receiver(self, face: Face, link: LinkService) -> OnReceive:
@@ -514,6 +554,8 @@ class Node:
         management = self.command_receivers.get(link.wire_format)
         scopes = management.scopes(face) if management is not None else ()
         command = management.receive if management is not None else _no_command
+        # link-state routing messages from neighbours: to the routing shell, never the forwarder
+        routing = self.routing if link.wire_format == "icnd" and not face.local else None
 
         def on_receive(face: Face, wire: bytes) -> None:
             try:
@@ -525,9 +567,13 @@ class Node:
                 node_counters.decode_errors += 1
                 log.debug("face %d: dropped malformed packet: %s", face_id, exc)
                 return
+            if routing is not None and packet.name.comps[:3] == ROUTING_SCOPE:
+                routing.receive(face, packet)  # type: ignore[arg-type]
+                return
             if scopes and type(packet) is Interest and packet.name.comps[:2] in scopes \
                     and command(face, link, packet):
                 self.mgmt_commands += 1
+                self._rearm_timer()  # a command may add a timer (an NDN registration's expiry)
                 return
             dispatch(on_packet(face_id, packet, current_time()))
 
@@ -590,6 +636,7 @@ class Node:
     def status(self) -> dict[str, Any]:
         counters = self.fw.counters.as_dict()
         counters["mgmt_commands"] = self.mgmt_commands
+        counters["rib_refused"] = self.fw.rib.refused
         counters.update(self.aggregator.counters)
         counters.update(self.contrib.counters)
         counters.update(self.groups.counters)
@@ -599,6 +646,15 @@ class Node:
                 counters[key] = counters.get(key, 0) + value
         tables = self.fw.table_sizes()
         tables["faces"] = len(self.faces)
+        if self.routing is not None:
+            router = self.routing.router
+            for key, value in router.counters.items():
+                counters[f"routing_{key}"] = value
+            for key, value in self.routing.counters.items():
+                counters[f"routing_{key}"] = value
+            tables["lsdb_entries"] = len(router.lsdb)
+            tables["lsdb_bytes"] = router.lsdb.bytes_used
+            tables["routing_neighbors_up"] = sum(1 for nb in router.neighbors.values() if nb.up)
         tables["dead_nonces"] = len(self.fw.dnl)
         repo = self.published.repo
         objects = self.published.objects

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Awaitable, Callable, Iterable
 
 from icnd.codec import implicit_digest
-from icnd.errors import Error, VerificationError
+from icnd.errors import Error, NotFound, VerificationError
 from icnd.name import Name
 from icnd.packet import ContentType, Data, SigType
 from icnd.security import Ed25519VerifyKey, KeyChain, VerifyKey, verify_with
@@ -154,6 +154,34 @@ class Validator:
         except VerificationError as exc:
             raise VerificationError(f"{exc} (rule {rule.name!r})") from None
         return rule.name
+
+    def validate_carried(self, data: Data, carried: Iterable[Data]) -> str:
+        """`validate`, with certificates taken only from `carried` (the chain a
+        Data brings along, e.g. a link-state record: what routes would be
+        needed to fetch is what it is for) and from what the validator holds.
+
+        Nothing in it waits for I/O, so it returns (or raises
+        VerificationError) synchronously, for sans-IO callers.  Carried
+        certificates are checked like fetched ones and are not kept as offers."""
+        bundle: dict[Name, Data] = {}
+        for cert in carried:
+            key = key_name_of(cert.name)
+            if key is not None:
+                bundle[key] = cert
+
+        async def from_bundle(key: Name) -> Data:
+            cert = bundle.get(key)
+            if cert is None:
+                raise NotFound(f"{data.name} does not carry a certificate of {key}")
+            return cert
+
+        coroutine = self.validate(data, from_bundle)
+        try:
+            coroutine.send(None)
+        except StopIteration as done:
+            return str(done.value)
+        coroutine.close()
+        raise RuntimeError("validate_carried: the validator waited for I/O")  # nothing in it does
 
     async def validate_key(self, key: Name, public_key: bytes, fetch: FetchCert | None = None) -> str:
         """Accept that `public_key` is the key named `key` (e.g. a caller's, who

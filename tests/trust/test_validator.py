@@ -456,3 +456,29 @@ def test_served_garbage_is_a_refusal(content, content_type, suffix, by_anchor, w
             pass
 
     trio.run(check)
+
+
+# --- validate_carried: the chain a Data brings along (link-state records) -------------------------
+
+def test_validate_carried_accepts_with_the_carried_chain_synchronously(pki):
+    v = pki.validator()
+    data = signed(pki.alice, "/net/alice/routing/ls/v=1")
+    assert v.validate_carried(data, [pki.alice_cert.data]) == "user-data"
+    assert v.counters["certs_fetched"] == 1 and v.counters["validated"] == 1
+
+
+def test_validate_carried_refuses_without_the_chain_and_keeps_no_offer(pki):
+    v = pki.validator()
+    data = signed(pki.alice, "/net/alice/routing/ls/v=1")
+    with pytest.raises(icnd.VerificationError, match="does not carry a certificate"):
+        v.validate_carried(data, [pki.bob_cert.data])
+    assert v.certificates() == [pki.anchor_cert]  # the carried one was not kept as an offer
+
+
+def test_validate_carried_refuses_a_chain_outside_the_schema(pki, tmp_path):
+    mallory_anchor, mallory_cert = anchor("/net")  # another /net anchor, not the schema's
+    mallory, mallory_alice = certified("/net/alice", mallory_anchor)
+    v = pki.validator()
+    data = signed(mallory, "/net/alice/routing/ls/v=9")
+    with pytest.raises(icnd.VerificationError):
+        v.validate_carried(data, [mallory_alice.data, mallory_cert.data])

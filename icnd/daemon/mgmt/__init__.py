@@ -22,7 +22,10 @@ Each manager is handed only what it manages and offers its commands
 - `objects.ObjectManager` (``repo/*``, ``object/*``): the node's published
   data (`icnd.objects.service.ObjectService`);
 - `groups.GroupManager` (``group/*``, ``reduce/contribute``): groups and
-  contributions (`icnd.reduction.service.ReductionService`).
+  contributions (`icnd.reduction.service.ReductionService`);
+- `routing.RoutingManager` (``routing/*``): announcements and the routing
+  state, through the routing shell's `routing.RoutingControl` (all 409
+  when the node runs without routing).
 
 Adding a command: a handler in the manager of its concern (or a new manager
 given its tables, added to the dispatcher in ``Node.bind``), and a line in

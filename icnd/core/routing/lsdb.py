@@ -1,0 +1,222 @@
+"""Link-state records and the link-state database.
+
+A **record** is what one node says about itself: its adjacencies (neighbour
+node name and link cost, only those it currently hears) and the prefixes it
+announces (with, for function prefixes, the capacity and load of its
+workers).  It travels as an ordinary signed Data named
+``<node>/routing/ls/v=<version>`` whose content is a msgpack map::
+
+    {"o": origin, "v": version, "t": lifetime_s,
+     "a": [[neighbour, cost], ...],
+     "p": [[prefix, capacity|None, load|None], ...],
+     "c": [certificate wire, ...]}        # the signer's certificate chain
+
+so that any node can verify it without fetching anything (the routes it
+would need to fetch a certificate are what the record is for).
+
+The **database** (`Lsdb`) keeps the newest record of each origin.
+Invariants:
+
+- at most one record per origin, the one with the highest version seen;
+- at most ``max_nodes`` records and ``max_bytes`` of record wire bytes (a
+  record that does not fit is refused, never an old one silently dropped
+  for a stranger's);
+- ``vector()`` maps every origin to its version; ``digest()`` is a hash of
+  the sorted vector, equal on two nodes exactly when they hold the same
+  versions (barring SHA-256 collisions), recomputed only after a change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from collections.abc import Iterator
+from typing import Any
+
+import msgpack
+
+from icnd.errors import DecodeError
+from icnd.name import Name, generic, version
+
+__all__ = ["Adjacency", "Announcement", "LinkState", "Lsdb", "StoredRecord", "decode_record", "encode_record",
+           "record_name"]
+
+_LS = (generic("routing"), generic("ls"))
+MAX_NAME_CHARS = 512
+
+
+@dataclass(frozen=True, slots=True)
+class Adjacency:
+    name: str  # the neighbour's node name (URI)
+    cost: int
+
+
+@dataclass(frozen=True, slots=True)
+class Announcement:
+    prefix: str  # URI
+    capacity: int | None = None  # function prefixes: workers of the host
+    load: int | None = None  # function prefixes: calls running or queued at the host
+
+
+@dataclass(frozen=True, slots=True)
+class LinkState:
+    origin: str  # node name (URI)
+    version: int
+    lifetime: float  # seconds a copy stays valid after it arrives, unless refreshed
+    adjacencies: tuple[Adjacency, ...] = ()
+    prefixes: tuple[Announcement, ...] = ()
+
+
+def record_name(origin: Name, ver: int) -> Name:
+    return origin.append_wire(*_LS, version(ver))
+
+
+def encode_record(state: LinkState, certs: tuple[bytes, ...] = ()) -> bytes:
+    return msgpack.packb({
+        "o": state.origin, "v": state.version, "t": state.lifetime,
+        "a": [[a.name, a.cost] for a in state.adjacencies],
+        "p": [[p.prefix, p.capacity, p.load] for p in state.prefixes],
+        "c": list(certs),
+    }, use_bin_type=True)
+
+
+def _str(value: Any, what: str) -> str:
+    if type(value) is not str or not value.startswith("/") or len(value) > MAX_NAME_CHARS:
+        raise DecodeError(f"link-state record: bad {what} {value!r:.60}")
+    return value
+
+
+def _int(value: Any, what: str, low: int = 0, high: int = 2**63 - 1) -> int:
+    if type(value) is not int or not low <= value <= high:
+        raise DecodeError(f"link-state record: bad {what} {value!r:.60}")
+    return value
+
+
+def _opt(value: Any, what: str) -> int | None:
+    return None if value is None else _int(value, what, 0, 2**31)
+
+
+def decode_record(data_name: Name, content: bytes, *, max_adjacencies: int, max_prefixes: int
+                  ) -> tuple[LinkState, tuple[bytes, ...]]:
+    """The record a Data carries, checked against its name; raises DecodeError
+    (malformed, or more adjacencies/prefixes than allowed: an over-announcing node)."""
+    try:
+        obj = msgpack.unpackb(content, raw=False, strict_map_key=True, max_bin_len=len(content),
+                              max_str_len=len(content), max_array_len=max(max_adjacencies, max_prefixes, 16),
+                              max_map_len=16)
+    except DecodeError:
+        raise
+    except Exception as exc:
+        raise DecodeError(f"link-state record {data_name}: not msgpack: {exc}") from None
+    if type(obj) is not dict:
+        raise DecodeError(f"link-state record {data_name}: not a map")
+    origin = _str(obj.get("o"), "origin")
+    ver = _int(obj.get("v"), "version")
+    lifetime = obj.get("t")
+    if not isinstance(lifetime, (int, float)) or isinstance(lifetime, bool) or not 1 <= lifetime <= 7 * 86400:
+        raise DecodeError(f"link-state record {data_name}: bad lifetime {lifetime!r:.30}")
+    adj, pfx, certs = obj.get("a"), obj.get("p"), obj.get("c", [])
+    if type(adj) is not list or type(pfx) is not list or type(certs) is not list:
+        raise DecodeError(f"link-state record {data_name}: bad lists")
+    if len(adj) > max_adjacencies:
+        raise DecodeError(f"link-state record of {origin}: {len(adj)} adjacencies, more than {max_adjacencies}")
+    if len(pfx) > max_prefixes:
+        raise DecodeError(f"link-state record of {origin}: {len(pfx)} prefixes, more than {max_prefixes}")
+    try:
+        expected = record_name(Name(origin), ver)
+    except ValueError as exc:
+        raise DecodeError(f"link-state record {data_name}: bad origin {origin!r:.60}: {exc}") from None
+    if expected != data_name:
+        raise DecodeError(f"link-state record {data_name}: content names {expected}")
+    adjacencies = []
+    for item in adj:
+        if type(item) is not list or len(item) != 2:
+            raise DecodeError(f"link-state record of {origin}: bad adjacency {item!r:.60}")
+        adjacencies.append(Adjacency(_str(item[0], "neighbour"), _int(item[1], "cost", 1, 2**31)))
+    prefixes = []
+    for item in pfx:
+        if type(item) is not list or len(item) != 3:
+            raise DecodeError(f"link-state record of {origin}: bad prefix {item!r:.60}")
+        prefixes.append(Announcement(_str(item[0], "prefix"), _opt(item[1], "capacity"), _opt(item[2], "load")))
+    if any(type(c) is not bytes for c in certs) or len(certs) > 8:
+        raise DecodeError(f"link-state record of {origin}: bad certificates")
+    state = LinkState(origin, ver, float(lifetime), tuple(adjacencies), tuple(prefixes))
+    return state, tuple(certs)
+
+
+@dataclass(slots=True)
+class StoredRecord:
+    state: LinkState
+    wire: bytes  # the Data as received (signature and all), served to neighbours as is
+    received_at: float
+    expires_at: float
+
+
+class Lsdb:
+    """The newest record of each origin; see the module docstring."""
+
+    def __init__(self, *, max_nodes: int = 10_000, max_bytes: int = 64 * 1024 * 1024) -> None:
+        self.max_nodes = max_nodes
+        self.max_bytes = max_bytes
+        self.bytes_used = 0
+        self._records: dict[str, StoredRecord] = {}
+        self._digest: bytes | None = None
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __iter__(self) -> Iterator[StoredRecord]:
+        return iter(self._records.values())
+
+    def __contains__(self, origin: object) -> bool:
+        return origin in self._records
+
+    def get(self, origin: str) -> StoredRecord | None:
+        return self._records.get(origin)
+
+    def version_of(self, origin: str) -> int:
+        """The version held for `origin`, or -1."""
+        record = self._records.get(origin)
+        return -1 if record is None else record.state.version
+
+    def fits(self, origin: str, size: int) -> bool:
+        """Whether a record of `size` bytes from `origin` may be stored now."""
+        old = self._records.get(origin)
+        if old is None and len(self._records) >= self.max_nodes:
+            return False
+        return self.bytes_used - (len(old.wire) if old is not None else 0) + size <= self.max_bytes
+
+    def put(self, record: StoredRecord) -> None:
+        """Store `record` (the caller checked it is newer and `fits`)."""
+        origin = record.state.origin
+        old = self._records.get(origin)
+        if old is not None:
+            self.bytes_used -= len(old.wire)
+        self._records[origin] = record
+        self.bytes_used += len(record.wire)
+        self._digest = None
+
+    def remove(self, origin: str) -> bool:
+        old = self._records.pop(origin, None)
+        if old is None:
+            return False
+        self.bytes_used -= len(old.wire)
+        self._digest = None
+        return True
+
+    def expired(self, now: float) -> list[str]:
+        return [origin for origin, r in self._records.items() if r.expires_at <= now]
+
+    def vector(self) -> dict[str, int]:
+        return {origin: r.state.version for origin, r in self._records.items()}
+
+    def digest(self) -> bytes:
+        """16 bytes summarizing every (origin, version) held."""
+        if self._digest is None:
+            h = hashlib.sha256()
+            for origin in sorted(self._records):
+                h.update(origin.encode())
+                h.update(b"\0")
+                h.update(self._records[origin].state.version.to_bytes(8, "big"))
+            self._digest = h.digest()[:16]
+        return self._digest

@@ -1,0 +1,83 @@
+"""``routing/*``: what the node announces network-wide, and what its routing knows.
+
+The manager is the management face of the node's routing shell
+(`icnd.daemon.routing`), reached only through `RoutingControl`: it parses
+arguments and turns the shell's answers into command results, nothing more.
+The shell decides what may be announced (its bounds, the scope rules) and
+counts what it refuses; keeping those decisions in one place means a prefix
+refused through ``icnd announce`` is refused for the same reason and under
+the same counter as one an application announces by serving it.
+
+A node may run without routing (``control`` is None, e.g. a topology with
+``routing = "static"``): every command then answers 409, so a script learns
+that routing is off rather than that a prefix is unknown.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from icnd.daemon.mgmt.args import arg, name_arg
+from icnd.daemon.mgmt.dispatcher import Commands
+from icnd.errors import CommandError
+from icnd.faces import Face
+from icnd.name import Name
+
+ROUTING_OFF = ("routing is off on this node (its configuration turns link-state routing off, "
+               "e.g. a topology with routing = \"static\"): only static and application routes")
+
+
+class RoutingControl(Protocol):
+    """What the routing shell offers management (implemented by `icnd.daemon.routing`)."""
+
+    def announce(self, prefix: Name) -> None:
+        """Originate `prefix` from this node (idempotent: announcing it again
+        is no change).  Raises CommandError(409, ...) when the node's bound of
+        announced prefixes (or its record size) would be exceeded, and
+        CommandError(400, ...) for a /localhost or /localhop name."""
+        ...
+
+    def withdraw(self, prefix: Name) -> bool:
+        """Stop originating `prefix` as an explicit announcement.  False when it
+        was not announced explicitly (a prefix announced because an application
+        serves it stays until the application goes)."""
+        ...
+
+    def status(self) -> dict[str, Any]:
+        """The ``routing/status`` result (the ``icnd routing --json`` object,
+        docs/management.md#routing): plain msgpack-able values only."""
+        ...
+
+
+class RoutingManager:
+    def __init__(self, control: RoutingControl | None) -> None:
+        self.control = control
+
+    def commands(self) -> Commands:
+        return {
+            ("routing", "status"): self.status,
+            ("routing", "announce"): self.announce,
+            ("routing", "withdraw"): self.withdraw,
+        }
+
+    def _control(self) -> RoutingControl:
+        if self.control is None:
+            raise CommandError(409, ROUTING_OFF)
+        return self.control
+
+    async def status(self, face: Face, args: dict[str, Any]) -> Any:
+        return self._control().status()
+
+    async def announce(self, face: Face, args: dict[str, Any]) -> Any:
+        control = self._control()
+        prefix = name_arg(arg(args, "prefix", str))
+        control.announce(prefix)
+        return {"prefix": prefix.to_uri()}
+
+    async def withdraw(self, face: Face, args: dict[str, Any]) -> Any:
+        control = self._control()
+        prefix = name_arg(arg(args, "prefix", str))
+        if not control.withdraw(prefix):
+            raise CommandError(404, f"{prefix} is not announced by 'icnd announce' on this node "
+                                    "(a prefix an application serves is withdrawn when the application stops)")
+        return {"prefix": prefix.to_uri()}
