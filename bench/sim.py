@@ -32,6 +32,10 @@ inside the event loop, the first time a node needs them, so their
 external baseline for a simulator: no ratio is printed.  ``grid-100`` is our
 own smaller run, labelled as a scaling reference only.
 
+Every topology here says ``routing = "static"``: this bench measures
+forwarding on derived routes from time 0; the routing protocol in the
+simulator is measured by ``bench/routing_sim.py``.
+
 Output: a table on stdout, then one JSON line per case; ``--json-only``
 prints only the JSON lines.  ``--quick``: fewer fetches, one run (~3 s);
 the default run takes ~30 s.
@@ -74,7 +78,7 @@ def random_spec(n: int, seed: int) -> TopologySpec:
     while len(links) < 2 * (n - 1):
         a, b = rng.sample(names, 2)
         add(a, b)
-    return parse({"nodes": {name: {} for name in names}, "links": links}, f"<random {n}>")
+    return parse({"routing": "static", "nodes": {name: {} for name in names}, "links": links}, f"<random {n}>")
 
 
 def two_rounds(spec: TopologySpec, fetches: int, seed: int) -> list[tuple]:
@@ -156,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             print(msg, file=sys.stderr, flush=True)
 
     lines = []
-    grid400 = grid_spec(20, 20)
+    grid400 = grid_spec(20, 20, routing="static")
     log("grid-400-corner: 20x20 grid, r0c0 fetches from r19c19 ...")
     report, walls = run_case(grid400, runs, fetches=[("r0c0", "r19c19")])
     if not report.ok or report.fetches[0].hops != 38:
@@ -164,9 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     lines.append(summarize("grid-400-corner", grid400, report, walls, 1))
 
     cases = [
-        ("grid-1000", grid_spec(25, 40, delay_ms=1)),
+        ("grid-1000", grid_spec(25, 40, delay_ms=1, routing="static")),
         ("random-1000", random_spec(1000, SEED)),
-        ("grid-100", grid_spec(10, 10, delay_ms=1)),
+        ("grid-100", grid_spec(10, 10, delay_ms=1, routing="static")),
     ]
     for case, spec in cases:
         log(f"{case}: {len(spec.nodes)} nodes, {len(spec.links)} links, 2 x {n_fetch} fetches ...")

@@ -57,7 +57,8 @@ def add_commands(subparsers: Any) -> None:
     p = add_command(verbs, "down", cmd_topo_down, "stop the topology running in the background from its workdir")
     p.add_argument("--workdir", metavar="DIR", help="as given to 'icnd topo up' (same default)")
     p = add_command(verbs, "sim", cmd_topo_sim,
-                    "simulate FILE in-process on a virtual clock (the real forwarding core, many nodes)")
+                    "simulate FILE in-process on a virtual clock (the real forwarding core and, for a "
+                    "link-state topology, the routing protocol: convergence is reported; many nodes)")
     p.add_argument("file", metavar="FILE", help="topology file, e.g. topologies/grid9.toml")
     p.add_argument("--fetch", nargs=2, action="append", metavar=("FROM", "TO"), default=[],
                    help="node FROM fetches a test object published at node TO (repeatable; in order)")

@@ -29,6 +29,10 @@ Content Store answered), extended by every node that forwards it; `Fetch`
 keeps the trace of the Data that satisfied it (`Fetch.path`, `Fetch.origin`).
 The trace rides beside the encoded packet, never inside it.
 
+Routing: a node whose ``routing`` is set (`icnd.sim.routing`) hands every
+packet under ``/localhop/icnd/routing`` to it instead of its forwarder, and
+its router sends with `SimNode.send_on_link` (the link model applies).
+
 Namespace handlers (`icnd.core.hooks`, e.g. in-network aggregation) are the
 caller's: ``SimNetwork(hooks=lambda node: {REDUCE: Aggregator(node_name=node)})``
 builds each node's forwarder (and a restarted one's) with the handlers that
@@ -37,6 +41,7 @@ function returns for the node's name.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import itertools
 import random
@@ -47,11 +52,15 @@ from typing import Any, Callable, Mapping
 from icnd.codec import decode, encode
 from icnd.core.fw.forwarder import Forwarder, Send
 from icnd.core.hooks import NamespaceHandler
+from icnd.core.routing import is_routing_name
 from icnd.faces.link import LinkModel, LinkParams
 from icnd.name import Name
 from icnd.packet import DEFAULT_HOP_LIMIT, Data, Interest, Nack, Packet
 
 Trace = tuple[str, ...]
+
+GC_YOUNG_THRESHOLD = 50_000
+"""The garbage collector's generation-0 threshold while `SimNetwork.run` runs."""
 
 
 class SimLink:
@@ -140,6 +149,8 @@ class SimNode:
     dropped_dead: int = 0  # packets that reached this node while it was dead
     # face -> the LinkModel of the direction leaving this node on that face
     _out_models: dict[int, LinkModel] = field(default_factory=dict)
+    # routing packets (``/localhop/icnd/routing``) go here, not to the forwarder (`icnd.sim.routing`)
+    routing: Callable[[int, Packet], None] | None = None
 
     def new_face(self, local: bool) -> int:
         face = next(self._face_ids)
@@ -152,6 +163,9 @@ class SimNode:
             return
         self.net.packets_delivered += 1
         packet = decode(wire)
+        if self.routing is not None and type(packet) is not Nack and is_routing_name(packet.name.comps):
+            self.routing(face, packet)
+            return
         actions = self.fw.on_packet(face, packet, self.net.now)
         if not actions:
             self.net.arm_timer(self)
@@ -164,6 +178,11 @@ class SimNode:
         else:
             out_trace = None
         self.dispatch(actions, out_trace)
+
+    def send_on_link(self, face: int, wire: bytes) -> None:
+        """Put `wire` on the link of `face` as it is (no forwarder: routing messages)."""
+        link, peer, peer_face = self.peers[face]
+        self.net.transmit(link, peer, peer_face, wire, None, self._out_models[face])
 
     def dispatch(self, actions: list[Send], trace: Trace | None = None) -> None:
         net = self.net
@@ -403,11 +422,11 @@ class SimNetwork:
         self.nodes[name].alive = False
 
     def restart(self, name: str) -> None:
-        """Bring ``name`` back with a fresh forwarder (same faces and FIB, empty PIT/CS/counters)."""
+        """Bring ``name`` back with a fresh forwarder (same faces, RIB and FIB, empty PIT/CS/counters)."""
         node = self.nodes[name]
         old = node.fw
         fw = self.new_forwarder(name)
-        fw.fib = old.fib
+        fw.use_rib(old.rib)
         for face, info in old.faces.items():
             if face not in fw.faces:  # hook faces are the new forwarder's own
                 fw.add_face(face, local=info.local)
@@ -458,6 +477,24 @@ class SimNetwork:
         self._stop = True
 
     def run(self, until: float | None = None, max_events: int = 10_000_000) -> None:
+        """Process events in time order until none is left, the next is after
+        ``until``, ``max_events`` were processed, or `stop` was called.
+
+        While it runs, the collector's young-generation threshold is at least
+        `GC_YOUNG_THRESHOLD` (as the daemon's ``tune_gc`` sets it): a large
+        simulation holds millions of long-lived objects (a 1,000-node
+        link-state run: every node's database and routes), which the default
+        threshold makes the collector rescan over and over (a third of a
+        400-node routing run's wall time).  Restored on return."""
+        threshold = gc.get_threshold()
+        if threshold[0] < GC_YOUNG_THRESHOLD:
+            gc.set_threshold(GC_YOUNG_THRESHOLD, *threshold[1:])
+        try:
+            self._run(until, max_events)
+        finally:
+            gc.set_threshold(*threshold)
+
+    def _run(self, until: float | None, max_events: int) -> None:
         events = self._events
         self._stop = False
         for _ in range(max_events):

@@ -27,8 +27,12 @@ What gets built, for a `TopologySpec` (or the path of a topology file):
   computes a node's routes toward ``/node/X`` the first time that node looks
   one up (`RouteOracle`), which gives exactly the FIB entries ``"full"``
   would for every name the simulation meets, at a fraction of the cost;
-  ``"auto"`` (default) is ``"full"`` up to `FULL_ROUTES_MAX_NODES` nodes,
-  else ``"lazy"``;
+  ``"link-state"`` runs the routing protocol instead (`icnd.sim.routing`:
+  every node's router on the virtual clock, announcing ``/node/<name>``
+  and its function prefixes, as `originated_prefixes` lists them);
+  ``"auto"`` (default) follows the topology's ``routing``: ``"link-state"``
+  for a link-state topology (the default), else ``"full"`` up to
+  `FULL_ROUTES_MAX_NODES` nodes and ``"lazy"`` above;
 - as the launcher does, the ``load-balance`` strategy on every node for
   every function prefix that gets derived routes (``"full"`` and
   ``"destinations"``; ``"lazy"`` derives only node prefixes), set again on a
@@ -45,6 +49,17 @@ previous one ends, so a later fetch can hit caches an earlier one filled);
 scenario steps run at their own times.  The simulation stops when every
 fetch has ended and every step has run, or at ``until`` (seconds of
 simulated time; fetches still running then fail as ``unfinished``).
+
+With link-state routing, ``fetches`` start once routes have converged
+(`icnd.sim.routing` defines when routes are consistent), failure steps are
+noticed by the protocol (hellos), and the simulation also waits until
+routes are consistent again after each failure step (a simulation that has
+not converged `ROUTING_HORIZON_S` after its last step stops there); then it
+runs ``steady_s`` more virtual seconds to measure the steady-state routing
+traffic.  The report's ``routing`` section
+(`icnd.sim.routing.routing_report`) gives the convergence time, the routing
+messages, bytes and route computations per node, each failure's
+re-convergence time and the steady-state traffic.
 
 A scenario is a list of timed steps, given as tuples, mappings, or the path
 of a TOML file::
@@ -100,7 +115,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from icnd.core.routing import RouterConfig
 from icnd.core.tables.fib import Fib, FibEntry
+from icnd.core.tables.rib import Rib
 from icnd.core.fw.forwarder import Forwarder
 from icnd.faces.link import LinkParams as LinkModelParams
 from icnd.errors import Error
@@ -108,17 +125,21 @@ from icnd.name import Name
 from icnd.packet import DEFAULT_HOP_LIMIT, Data, Interest, Nack, NackReason
 from icnd.security import make_data
 from icnd.sim.network import Fetch, SimApp, SimNetwork, SimNode
-from icnd.topology.routes import FUNCTION_STRATEGY, RouteOracle, derive_routes, function_route_prefixes
+from icnd.sim.routing import ConvergenceLog, SimRouting, routing_report, steady_traffic
+from icnd.topology.routes import (FUNCTION_STRATEGY, RouteOracle, derive_routes, function_route_prefixes,
+                                  originated_prefixes)
 from icnd.topology.spec import TopologySpec, load, node_prefix, parse
 
 __all__ = [
     "DEFAULT_OBJECT",
     "FULL_ROUTES_MAX_NODES",
+    "ROUTING_HORIZON_S",
     "FetchResult",
     "ScenarioError",
     "SimReport",
     "Step",
     "format_report",
+    "format_routing",
     "grid_spec",
     "load_scenario",
     "report_json",
@@ -133,6 +154,11 @@ FULL_ROUTES_MAX_NODES = 100
 
 OBJECT_FRESHNESS_MS = 3_600_000
 ACTIONS = ("kill", "restart", "cut", "heal", "fetch")
+FAILURES = ("kill", "restart", "cut", "heal")  # the steps whose re-convergence link-state routing reports
+ROUTE_MODES = ("auto", "link-state", "full", "destinations", "lazy")
+ROUTING_HORIZON_S = 300.0
+"""Link-state: a simulation still waiting for routes to converge this long after its
+last step (virtual seconds) stops there (its unstarted fetches fail as unfinished)."""
 _NODE_COMP = Name("/node").comps[0]
 _MAX_HOP_LIMIT = 255
 
@@ -212,7 +238,7 @@ class SimReport:
     node_count: int
     link_count: int
     seed: int
-    routes: str  # the routing mode used: "full", "destinations" or "lazy"
+    routes: str  # the routing mode used: "link-state", "full", "destinations" or "lazy"
     fetches: list[FetchResult]
     sim_time_s: float  # simulated time when the simulation stopped
     wall_s: float  # wall-clock seconds, building included
@@ -225,6 +251,7 @@ class SimReport:
     dead: list[str]  # nodes dead when the simulation stopped
     links: dict[str, dict[str, int]]  # "a-b" -> link statistics
     steps: list[dict[str, Any]]  # scenario steps executed (at, action, nodes)
+    routing: dict[str, Any] | None = None  # link-state: `icnd.sim.routing.routing_report`; else None
 
     @property
     def ok(self) -> bool:
@@ -233,7 +260,12 @@ class SimReport:
 
     @property
     def exit_code(self) -> int:
-        """0 when every fetch succeeded, else 1."""
+        """0 when every fetch succeeded (and, with link-state routing, routes
+        converged and re-converged after every failure step), else 1."""
+        routing = self.routing
+        if routing is not None and (not routing["converged"]
+                                    or any(f["reconvergence_s"] is None for f in routing["failures"])):
+            return 1
         return 0 if self.ok else 1
 
     @property
@@ -248,8 +280,9 @@ class SimReport:
 
 
 def grid_spec(rows: int, cols: int, *, delay_ms: float = 0, loss: float = 0.0, bandwidth_mbps: float = 0,
-              source: str | None = None) -> TopologySpec:
-    """A ``rows`` x ``cols`` grid: node ``r{R}c{C}`` linked to its right and lower neighbours."""
+              source: str | None = None, routing: str = "link-state") -> TopologySpec:
+    """A ``rows`` x ``cols`` grid: node ``r{R}c{C}`` linked to its right and lower neighbours;
+    ``routing`` is the topology's routing mode, as in a file (default: link-state)."""
     if rows < 1 or cols < 1:
         raise ValueError(f"a grid needs at least one row and one column, got {rows}x{cols}")
     nodes: dict[str, dict[str, Any]] = {f"r{r}c{c}": {} for r in range(rows) for c in range(cols)}
@@ -260,7 +293,7 @@ def grid_spec(rows: int, cols: int, *, delay_ms: float = 0, loss: float = 0.0, b
                 links.append({"ends": [f"r{r}c{c}", f"r{r}c{c + 1}"]})
             if r + 1 < rows:
                 links.append({"ends": [f"r{r}c{c}", f"r{r + 1}c{c}"]})
-    data = {"defaults": {"delay_ms": delay_ms, "loss": loss, "bandwidth_mbps": bandwidth_mbps},
+    data = {"routing": routing, "defaults": {"delay_ms": delay_ms, "loss": loss, "bandwidth_mbps": bandwidth_mbps},
             "nodes": nodes, "links": links}
     return parse(data, source or f"<grid {rows}x{cols}>")
 
@@ -365,7 +398,11 @@ _KEYS = {"kill": ("node",), "restart": ("node",), "cut": ("ends",), "heal": ("en
 
 
 class _LazyFib(Fib):
-    """A FIB that installs a node's derived routes toward ``/node/X`` on first lookup."""
+    """A FIB that installs a node's derived routes toward ``/node/X`` on first lookup.
+
+    It writes those next hops itself, outside its node's RIB (`Forwarder.use_rib`):
+    the RIB only ever writes the (prefix, face) pairs it has routes for, so the
+    applications' routes it adds and these derived ones coexist."""
 
     def __init__(self, node: str, oracle: RouteOracle, faces: dict[str, int],
                  prefixes: dict[bytes, tuple[str, Name]], clock: list[float]) -> None:
@@ -440,6 +477,8 @@ class _Run:
         self.plain_started = 0
         self.step_fetches_started = 0
         self.function_prefixes: list[Name] = []  # set to FUNCTION_STRATEGY on every (restarted) node
+        self.routing: SimRouting | None = None  # link-state: the protocol, and when it converged
+        self.log: ConvergenceLog | None = None
 
     def name_for(self, dst: str, obj: str | None) -> Name:
         return Name(f"{node_prefix(dst)}/{_object_suffix(obj) if obj is not None else self.object_name}")
@@ -509,7 +548,12 @@ class _Run:
                 self.step_fetches_started += 1
                 self.start_fetch(step.nodes[0], step.nodes[1], step.object)
                 return
-            if step.action == "kill":
+            if self.routing is not None and self.log is not None:  # the protocol notices, by hellos
+                self.log.failure(step.action, step.nodes, self.finished_one)
+                getattr(self.routing, step.action)(*step.nodes)
+                if step.action == "restart":
+                    _set_strategies(net.nodes[step.nodes[0]].fw, self.function_prefixes)
+            elif step.action == "kill":
                 net.kill(step.nodes[0])
             elif step.action == "restart":
                 net.restart(step.nodes[0])
@@ -553,17 +597,23 @@ def simulate(
     object_size: int = 1024,
     hop_limit: int | None = None,
     forwarder_options: Mapping[str, Any] | None = None,
+    routing_config: RouterConfig | None = None,
+    steady_s: float = 10.0,
 ) -> SimReport:
     """Simulate ``spec_or_path`` and run ``fetches`` and ``scenario`` on it.
 
     ``fetches``: ``(FROM, TO)`` pairs (or ``(FROM, TO, OBJECT)``): FROM
     fetches ``/node/TO/<object_name>`` (default ``sim/object``), one after
-    the other from time 0.  ``scenario``: timed steps (see the module
-    docstring), a list or the path of a TOML file.  ``until``: stop at this
-    simulated time even if fetches are still running.  ``routes``:
-    ``"auto"``, ``"full"``, ``"destinations"`` or ``"lazy"``.
-    ``timeout_s`` / ``retx_s``: each fetch's timeout (also the Interest
-    lifetime) and retransmission interval, the client's defaults.
+    the other from time 0 (link-state: from when routes converged).
+    ``scenario``: timed steps (see the module docstring), a list or the
+    path of a TOML file.  ``until``: stop at this simulated time even if
+    fetches are still running.  ``routes``: ``"auto"``, ``"link-state"``,
+    ``"full"``, ``"destinations"`` or ``"lazy"``.  ``timeout_s`` /
+    ``retx_s``: each fetch's timeout (also the Interest lifetime) and
+    retransmission interval, the client's defaults.  Link-state only:
+    ``routing_config``, every router's `RouterConfig` (default: the
+    daemon's defaults); ``steady_s``, the quiet window measured at the end
+    (0: none).
     Raises `TopologyError` for a bad topology file, `ScenarioError` for a
     bad scenario and ``ValueError`` for a fetch naming an unknown node.
     """
@@ -571,10 +621,14 @@ def simulate(
     spec = spec_or_path if isinstance(spec_or_path, TopologySpec) else load(spec_or_path)
     plain = _normalize_fetches(fetches, spec)
     steps = load_scenario(scenario, spec) if scenario is not None else []
-    if routes not in ("auto", "full", "destinations", "lazy"):
-        raise ValueError(f"routes must be auto, full, destinations or lazy, got {routes!r}")
-    if routes == "auto":
+    if routes not in ROUTE_MODES:
+        raise ValueError(f"routes must be one of {', '.join(ROUTE_MODES)}, got {routes!r}")
+    if routes == "auto" and spec.routing == "link-state":
+        routes = "link-state"
+    elif routes == "auto":
         routes = "full" if len(spec.nodes) <= FULL_ROUTES_MAX_NODES else "lazy"
+    if not steady_s >= 0:
+        raise ValueError("steady_s must be >= 0")
     if not timeout_s > 0 or not retx_s > 0:
         raise ValueError("timeout_s and retx_s must be > 0")
     if object_size < 0:
@@ -591,7 +645,15 @@ def simulate(
     faces = {name: {peer.name: face for face, (_, peer, _) in node.peers.items()}
              for name, node in net.nodes.items()}
     route_clock = [0.0]
-    function_prefixes = _install_routes(spec, net, faces, routes, plain, steps, route_clock)
+    routing: SimRouting | None = None
+    if routes == "link-state":
+        routing = SimRouting(net, originated_prefixes(spec), costs={frozenset(l.ends): l.cost for l in spec.links},
+                             config=routing_config)
+        function_prefixes = [Name(p) for p in sorted({p for n in spec.nodes.values() for p in n.function_prefixes})]
+        for node in net.nodes.values():
+            _set_strategies(node.fw, function_prefixes)
+    else:
+        function_prefixes = _install_routes(spec, net, faces, routes, plain, steps, route_clock)
     for name, node in net.nodes.items():
         _Producer(SimApp(node), Name(node_prefix(name)), object_size)
 
@@ -601,7 +663,22 @@ def simulate(
     run.outstanding = len(plain) + len(steps)
     for step in steps:
         run.schedule(step)
-    if plain:
+    if routing is not None:  # fetches start once routes are consistent; each failure waits for them again
+        log = run.log = ConvergenceLog(routing)
+        run.routing = routing
+        run.outstanding += 1 + sum(s.action in FAILURES for s in steps)
+
+        def converged() -> None:
+            if plain:
+                run.chain(plain)
+            run.finished_one()
+
+        log.converged(converged)
+        routing.start()
+        if until is None:
+            net.at(max((s.at for s in steps), default=0.0) + ROUTING_HORIZON_S,
+                   lambda: net.stop() if log.waiting else None)
+    elif plain:
         run.chain(plain)
 
     setup_routes_s = route_clock[0]
@@ -615,6 +692,12 @@ def simulate(
     for result, fetch in run.running:
         if not fetch.finished:  # stopped by `until`
             result.attempts = fetch.attempts
+    routing_section = None
+    if routing is not None and run.log is not None:
+        steady = None
+        if not run.outstanding and steady_s > 0:  # a quiet window after the last (re-)convergence
+            steady = steady_traffic(routing, steady_s if until is None else min(steady_s, until - net.now))
+        routing_section = routing_report(routing, run.log, steady)
 
     return SimReport(
         topology=spec.source,
@@ -634,6 +717,7 @@ def simulate(
         dead=[name for name, node in net.nodes.items() if not node.alive],
         links={f"{l.a.name}-{l.b.name}": l.stats() for l in net.links},
         steps=run.steps_done,
+        routing=routing_section,
     )
 
 
@@ -672,7 +756,7 @@ def _install(spec: TopologySpec, net: SimNetwork, faces: dict[str, dict[str, int
             pname = Name(prefix)
             prefixes[pname.comps[1]] = (prefix, pname)
         for name, node in net.nodes.items():
-            node.fw.fib = _LazyFib(name, oracle, faces[name], prefixes, clock)
+            node.fw.use_rib(Rib(_LazyFib(name, oracle, faces[name], prefixes, clock)))
         return []
     if mode == "full":
         table = derive_routes(spec)
@@ -727,6 +811,8 @@ def format_report(report: SimReport) -> str:
                  f"wall {report.wall_s:.3f} s (event loop {report.run_wall_s:.3f} s, routes "
                  f"{report.routes_s:.3f} s); {report.packets} packets delivered "
                  f"({report.packets_per_s:,.0f} packets/s)")
+    if report.routing is not None:
+        lines.extend(format_routing(report.routing))
     busy = [(n, c) for n, c in report.counters.items() if c["interests_in"] or c["data_in"] or c["nacks_in"]]
     if busy:
         dead = set(report.dead)
@@ -737,6 +823,33 @@ def format_report(report: SimReport) -> str:
             label = f"{name} (dead)" if name in dead else name
             lines.append(f"{label:<{width}}" + "".join(f"{c[h]:>16}" for h in _TABLE_COUNTERS))
     return "\n".join(lines)
+
+
+def format_routing(section: Mapping[str, Any]) -> list[str]:
+    """The lines of a report's link-state ``routing`` section."""
+    def s(x: float | None) -> str:
+        return "-" if x is None else f"{x:.3f} s"
+
+    cfg = section["config"]
+    lines = [f"routing link-state (hello {cfg['hello_interval_s']:g} s, dead {cfg['dead_interval_s']:g} s, "
+             f"hold-down {cfg['hold_down_s']:g} s): "
+             + (f"converged at {s(section['convergence_s'])}" if section["converged"] else "NOT converged")]
+    for label, key in (("cold start", "cold_start"), ("whole run", "whole_run")):
+        t = section[key]
+        if t is not None:
+            m, b, c = t["messages_per_node"], t["bytes_per_node"], t["route_computations"]
+            lines.append(f"  {label}: {m['mean']:.1f} messages/node (max {m['max']:.0f}), "
+                         f"{b['mean']:,.0f} bytes/node (max {b['max']:,.0f}), "
+                         f"{c['total']} route computations ({c['mean']:.1f}/node, max {c['max']:.0f})")
+    for f in section["failures"]:
+        lines.append(f"  {f['action']} {' '.join(f['nodes'])} at {f['at']:.3f} s: routes consistent again after "
+                     f"{s(f['reconvergence_s'])}")
+    steady = section["steady"]
+    if steady is not None:
+        m, b = steady["messages_per_s_per_node"], steady["bytes_per_s_per_node"]
+        lines.append(f"  steady state over {steady['window_s']:g} s: {m['mean']:.2f} messages/s/node "
+                     f"(max {m['max']:.2f}), {b['mean']:,.0f} bytes/s/node (max {b['max']:,.0f})")
+    return lines
 
 
 def report_json(report: SimReport) -> dict[str, Any]:
@@ -769,4 +882,5 @@ def report_json(report: SimReport) -> dict[str, Any]:
         "dead": report.dead,
         "counters": report.counters,
         "link_stats": report.links,
+        "routing": report.routing,
     }

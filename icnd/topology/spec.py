@@ -53,7 +53,8 @@ Invariants of a `TopologySpec` returned by `load`/`parse`:
   hosts the same function prefix twice;
 - every group has at least one member, every member lives on a known node and
   member ids are unique within a group;
-- ``nodes`` and ``groups`` keep the file's order, ``links`` too.
+- ``nodes`` and ``groups`` keep the file's order, ``links`` too;
+- ``routing`` is one of `ROUTING_MODES`.
 
 The topology may be disconnected: routing simply has no routes between the
 parts (tests cut links on purpose).
@@ -76,6 +77,7 @@ from icnd.name import T_GENERIC, Name
 __all__ = [
     "MAX_NAME_LEN",
     "NODE_PREFIX",
+    "ROUTING_MODES",
     "TRANSPORTS",
     "GroupMember",
     "GroupSpec",
@@ -96,6 +98,9 @@ NODE_PREFIX = "/node"
 TRANSPORTS = ("udp", "tcp")
 """Link transports; the first is the default."""
 
+ROUTING_MODES = ("link-state", "static")
+"""Top-level ``routing``: how nodes get their routes; the first is the default."""
+
 MAX_NAME_LEN = 64
 """Longest node, group or member name (node names become socket file names)."""
 
@@ -106,7 +111,7 @@ _TARGET_RE = re.compile(rf"{_DOTTED_IDENT}:{_DOTTED_IDENT}\Z", re.ASCII)
 _TOML_POS_RE = re.compile(r"\s*\((at line (\d+), column (\d+)|at end of document)\)\s*\Z")
 _TOML_TWICE_RE = re.compile(r"Cannot declare \((.*)\) twice")
 
-_TOP_KEYS = ("defaults", "nodes", "links", "groups", "trust")
+_TOP_KEYS = ("defaults", "nodes", "links", "groups", "trust", "routing")
 _PARAM_KEYS = ("delay_ms", "loss", "bandwidth_mbps")
 _LINK_KEYS = ("ends", *_PARAM_KEYS, "cost", "transport")
 _NODE_KEYS = ("functions", "key", "cert", "trust")
@@ -267,6 +272,7 @@ class TopologySpec:
     groups: dict[str, GroupSpec]
     defaults: LinkParams = LinkParams()
     source: str = "<string>"
+    routing: str = ROUTING_MODES[0]  # "link-state": the routing protocol; "static": derived routes
 
     def neighbours(self, node: str) -> list[tuple[str, LinkSpec]]:
         """``(neighbour, link)`` pairs of ``node``, in link order."""
@@ -401,6 +407,9 @@ class _Parser:
 
     def topology(self, data: Mapping[str, Any]) -> TopologySpec:
         self.known_keys(data, _TOP_KEYS, "")
+        routing = data.get("routing", ROUTING_MODES[0])
+        if routing not in ROUTING_MODES:
+            raise self.error("routing", f"must be one of {', '.join(ROUTING_MODES)}, got {routing!r}")
         defaults = LinkParams()
         if "defaults" in data:
             table = self.table(data["defaults"], "defaults")
@@ -410,7 +419,8 @@ class _Parser:
         nodes = self.nodes(data.get("nodes"), trust)
         links = self.links(data.get("links", []), nodes, defaults)
         groups = self.groups(data.get("groups", {}), nodes)
-        return TopologySpec(nodes=nodes, links=links, groups=groups, defaults=defaults, source=self.source)
+        return TopologySpec(nodes=nodes, links=links, groups=groups, defaults=defaults, source=self.source,
+                            routing=routing)
 
     def path(self, value: Any, entry: str) -> str:
         """A file name, relative to the topology file's directory (or to the

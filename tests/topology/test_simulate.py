@@ -3,6 +3,7 @@ on a virtual clock, driven by topology files, fetches and timed scenarios."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import time
@@ -81,7 +82,7 @@ def test_grid9_second_fetch_from_another_node_hits_the_cache_on_the_first_path()
 
 
 def test_twenty_ms_links_give_forty_ms_per_hop_of_round_trip() -> None:
-    report = simulate(line(3, delay_ms=20), [("a", "b"), ("a", "c")])
+    report = simulate(line(3, delay_ms=20), [("a", "b"), ("a", "c")], routes="full")  # fetches from time 0
     one, two = report.fetches
     assert one.rtt_s >= 0.040 and one.rtt_s == pytest.approx(0.040)
     assert two.rtt_s == pytest.approx(0.080)
@@ -121,11 +122,11 @@ def test_results_are_deterministic_for_a_seed() -> None:
 def test_failover_after_the_node_on_the_path_is_killed() -> None:
     before = simulate(GRID9, [("n00", "n22")]).fetches[0]
     victim = before.path[2]  # the middle of the shortest path
-    report = simulate(GRID9, scenario=[
+    report = simulate(GRID9, scenario=[  # derived routes, which stay: best-route's failover alone
         ("fetch", "n00", "n22", 0.0, "a"),
         ("kill", victim, 1.0),
         ("fetch", "n00", "n22", 2.0, "b"),
-    ])
+    ], routes="full")
     a, b = report.fetches
     assert a.ok and victim in a.path
     assert b.ok and victim not in b.path and b.hops == 4  # another shortest path
@@ -142,7 +143,7 @@ def test_cut_link_fails_over_and_heal_restores_the_path() -> None:
         ("fetch", "n00", "n22", 0.5, "a"),
         ("heal", "n00", "n01", 10.0),
         ("fetch", "n00", "n22", 11.0, "b"),
-    ])
+    ], routes="full")  # derived routes, which stay: best-route's failover alone
     a, b = report.fetches
     assert a.ok and a.path[1] == "n10" and a.attempts == 2
     assert b.ok and b.path[1] == "n01" and b.attempts == 1
@@ -156,7 +157,7 @@ def test_restart_brings_a_node_back_with_empty_tables() -> None:
         ("fetch", "a", "c", 2.0, "x"),
         ("restart", "b", 10.0),
         ("fetch", "a", "c", 11.0, "y"),
-    ])
+    ], routes="full")  # derived routes, kept across the restart
     first, during, after = report.fetches
     assert first.ok and after.ok and after.path == ["a", "b", "c"]
     assert not during.ok and during.error == "timeout" and during.attempts == 4
@@ -187,7 +188,7 @@ def test_until_stops_the_simulation_and_unfinished_fetches_fail() -> None:
 
 def test_400_node_grid_corner_to_corner_is_fast() -> None:
     t0 = time.perf_counter()
-    report = simulate(grid_spec(20, 20), [("r0c0", "r19c19"), ("r19c0", "r0c19")])
+    report = simulate(grid_spec(20, 20, routing="static"), [("r0c0", "r19c19"), ("r19c0", "r0c19")])
     wall = time.perf_counter() - t0
     assert report.ok and [f.hops for f in report.fetches] == [38, 38]
     assert report.node_count == 400 and report.routes == "lazy"
@@ -268,7 +269,7 @@ def test_scenario_from_a_toml_file(tmp_path: Path) -> None:
     steps = load_scenario(path, load(GRID9))
     assert steps == [Step(0.0, "fetch", ("n00", "n22")), Step(1.0, "kill", ("n12",)),
                      Step(1.5, "cut", ("n10", "n20")), Step(2.0, "fetch", ("n00", "n22"), "b")]
-    report = simulate(GRID9, scenario=str(path))
+    report = simulate(GRID9, scenario=str(path), routes="full")  # a fetch at time 0
     assert [f.name for f in report.fetches] == ["/node/n22/sim/object", "/node/n22/b"]
     assert report.ok
 
@@ -312,7 +313,7 @@ def test_report_formats() -> None:
 
 
 def test_no_fetches_is_success() -> None:
-    report = simulate(LINE3)
+    report = simulate(LINE3, routes="full")  # link-state would run until routes converge
     assert report.fetches == [] and report.exit_code == 0 and report.sim_time_s == 0
 
 
@@ -356,7 +357,7 @@ async def test_simulator_reproduces_the_launcher_on_grid9(workdir) -> None:
 
     from icnd.topology.launcher import launch
 
-    spec = load(GRID9)
+    spec = dataclasses.replace(load(GRID9), routing="static")  # routes at time 0, in both
     sim = simulate(spec, scenario=[
         ("fetch", "n00", "n22", 0.0), ("fetch", "n10", "n22", 0.1), ("fetch", "n20", "n22", 0.2),
         ("kill", "n12", 1.0), ("fetch", "n00", "n22", 2.0, "b"),

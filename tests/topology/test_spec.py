@@ -198,7 +198,7 @@ BAD = {
     "float_cost": (NODES3 + '[[links]]\nends = ["a", "b"]\ncost = 1.5\n', "links[0].cost", "integer >= 1"),
     "bool_cost": (NODES3 + '[[links]]\nends = ["a", "b"]\ncost = true\n', "links[0].cost", "integer >= 1"),
     "bad_transport": (NODES3 + '[[links]]\nends = ["a", "b"]\ntransport = "quic"\n', "links[0].transport", "udp, tcp"),
-    "unknown_top_key": ("colour = 1\n" + NODES3, "colour", "unknown key (allowed: defaults, nodes, links, groups, trust)"),
+    "unknown_top_key": ("colour = 1\n" + NODES3, "colour", "unknown key (allowed: defaults, nodes, links, groups, trust, routing)"),
     "unknown_node_key": ("[nodes.a]\nroutes = []\n", "nodes.a.routes", "unknown key"),
     "unknown_link_key": (NODES3 + '[[links]]\nends = ["a", "b"]\ndelay = 5\n', "links[0].delay", "unknown key"),
     "unknown_default_key": (NODES3 + "[defaults]\ncost = 2\n", "defaults.cost", "unknown key"),
