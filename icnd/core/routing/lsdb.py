@@ -29,7 +29,7 @@ Invariants:
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from collections.abc import Iterator
 from typing import Any
 
@@ -150,6 +150,8 @@ class StoredRecord:
     wire: bytes  # the Data as received (signature and all), served to neighbours as is
     received_at: float
     expires_at: float
+    key: tuple[bytes, ...] = ()  # the origin's name components (the record name less routing/ls/v=)
+    neighbors: dict[str, int] = field(default_factory=dict)  # adjacencies, as route computation reads them
 
 
 class Lsdb:
@@ -160,6 +162,7 @@ class Lsdb:
         self.max_bytes = max_bytes
         self.bytes_used = 0
         self._records: dict[str, StoredRecord] = {}
+        self._by_key: dict[tuple[bytes, ...], StoredRecord] = {}
         self._digest: bytes | None = None
 
     def __len__(self) -> int:
@@ -173,6 +176,11 @@ class Lsdb:
 
     def get(self, origin: str) -> StoredRecord | None:
         return self._records.get(origin)
+
+    def by_key(self, key: tuple[bytes, ...]) -> StoredRecord | None:
+        """The record of the origin whose name components are `key` (a stale
+        record is recognized from its name alone, before it is decoded)."""
+        return self._by_key.get(key)
 
     def version_of(self, origin: str) -> int:
         """The version held for `origin`, or -1."""
@@ -192,7 +200,13 @@ class Lsdb:
         old = self._records.get(origin)
         if old is not None:
             self.bytes_used -= len(old.wire)
+            self._by_key.pop(old.key, None)
+        if not record.key:
+            record.key = Name(origin).comps
+        if not record.neighbors:
+            record.neighbors = {a.name: a.cost for a in record.state.adjacencies}
         self._records[origin] = record
+        self._by_key[record.key] = record
         self.bytes_used += len(record.wire)
         self._digest = None
 
@@ -200,6 +214,7 @@ class Lsdb:
         old = self._records.pop(origin, None)
         if old is None:
             return False
+        self._by_key.pop(old.key, None)
         self.bytes_used -= len(old.wire)
         self._digest = None
         return True

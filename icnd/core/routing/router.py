@@ -30,19 +30,22 @@ Rules (the methods cite them):
    sync Interest (``.../sync``, ``{n, v: [[origin, version], ...]}``) per
    neighbour per pass.  A sync on a face that is not a neighbour's counts
    as the up neighbour's it names (over TCP, each end hears the other on
-   the connection the other opened).  Entries newer than what is held become *wanted*
+   the connection the other opened).  Syncs to one neighbour are paced, at
+   most one per ``pace`` (10 ms): notifications made meanwhile go out
+   together, so a burst of changes costs one message, not one each.  Entries newer than what is held become *wanted*
    from the neighbour that notified them.  Sync Interests are not answered.
 4. **Fetch.** At most one fetch Interest (``.../ls``, ``{n, w: wanted}``)
    per neighbour in flight; its answer carries the neighbour's current
    records of those origins (as many as fit in ``max_reply_bytes``).  Still
-   wanted entries are asked again at once; an unanswered fetch again after
-   ``fetch_timeout``, while the neighbour is up.
+   wanted entries are asked again, at most once per ``pace``; an unanswered
+   fetch again after ``fetch_timeout``, while the neighbour is up.
 5. **Repair.** A hello whose digest differs from the node's own makes it
    send that neighbour its whole vector (a sync with ``full``), at most once
    per ``repair_interval`` and only after a quiet ``repair_interval`` of
    sync traffic with it (so the fast path of 3-4 is not doubled); a whole
    vector is answered with the entries its sender lacks or holds older.
-6. **Acceptance.** A record is stored only if it decodes, stays within the
+6. **Acceptance.** A record whose name shows a version not newer than the
+   one held is dropped as stale before it is decoded; otherwise it is stored only if it decodes, stays within the
    bounds (adjacencies, prefixes, bytes), is newer than the one held,
    ``verify`` (the shell's one validator) accepts it, and the database has
    room.  Each refusal is counted.
@@ -52,9 +55,11 @@ Rules (the methods cite them):
    `icnd.core.routing.paths.multipath`, recomputed at most once per
    ``hold_down`` after a change; prefixes whose next hops changed are
    output as `RouteUpdate`s (empty: remove).
-9. **Budget.** Each face gets at most ``max_requests_per_s`` routing
-   Interests answered or acted on per second; the rest are dropped and
-   counted (a peer cannot make the node sign, search or send without bound).
+9. **Budget.** Each face gets at most ``max_requests_per_s`` (400)
+   routing Interests answered or acted on per second, well above what a
+   paced neighbour sends (two per ``pace`` plus its hellos); the rest are
+   dropped and counted (a peer cannot make the node sign, search or send
+   without bound).
 """
 
 from __future__ import annotations
@@ -79,7 +84,7 @@ from icnd.core.routing.lsdb import (
 )
 from icnd.core.routing.paths import multipath
 from icnd.errors import DecodeError, Error
-from icnd.name import Name, generic
+from icnd.name import T_VERSION, Name, decode_nonneg, generic
 from icnd.packet import Data, Interest
 from icnd.security import make_data
 
@@ -89,6 +94,7 @@ ROUTING_PREFIX = Name("/localhop/icnd/routing")
 _SCOPE = ROUTING_PREFIX.comps
 _HELLO, _SYNC, _FETCH = generic("hello"), generic("sync"), generic("ls")
 _INF = math.inf
+_VERSION_TYPE = bytes((T_VERSION,))
 
 Sign = Callable[[Name, bytes], Data]  # a record's name and content -> the signed Data
 Verify = Callable[[Data, tuple[bytes, ...]], None]  # a record and its certificates; raises icnd.Error
@@ -114,7 +120,8 @@ class RouterConfig:
     max_reply_bytes: int = 48 * 1024
     max_nodes: int = 10_000
     max_lsdb_bytes: int = 64 * 1024 * 1024
-    max_requests_per_s: int = 200
+    max_requests_per_s: int = 400
+    pace: float = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +161,8 @@ class Neighbor:
     notify: dict[str, int] = field(default_factory=dict)
     synced_at: float = -_INF  # last sync or fetch traffic either way
     full_sent_at: float = -_INF
+    sync_sent_at: float = -_INF  # Rule 3-4 pacing
+    fetch_sent_at: float = -_INF
 
 
 COUNTERS = (
@@ -179,6 +188,7 @@ class Router:
         self.neighbors: dict[int, Neighbor] = {}
         self.prefixes: dict[str, tuple[int | None, int | None]] = {}
         self.routes: dict[str, tuple[Hop, ...]] = {}
+        self._route_names: dict[str, Name] = {}  # the Name of each routed prefix, parsed once
         self.counters = dict.fromkeys(COUNTERS, 0)
         # versions start at the clock in ms (wall clock from the node, virtual in the simulator), so a
         # restarted node outgrows its previous life's records at once; Rule 2's bump covers a clock step back
@@ -308,9 +318,14 @@ class Router:
     def next_deadline(self) -> float:
         t = min(self._hello_at, self._originate_at, self._compute_at)
         dead = self.config.dead_interval
+        pace = self.config.pace
         for nb in self.neighbors.values():
             if nb.up:
                 t = min(t, nb.heard_at + dead)
+                if nb.notify:
+                    t = min(t, nb.sync_sent_at + pace)
+                if nb.wanted and nb.fetch is None:
+                    t = min(t, nb.fetch_sent_at + pace)
             if nb.fetch is not None:
                 t = min(t, nb.fetch[1])
         return t
@@ -386,7 +401,7 @@ class Router:
         if (params["d"] != self.lsdb.digest() and now >= nb.full_sent_at + cfg.repair_interval
                 and now >= nb.synced_at + cfg.repair_interval and nb.fetch is None and not nb.wanted):
             nb.full_sent_at = now
-            self._send_sync(nb, self.lsdb.vector(), True, out)
+            self._send_sync(nb, self.lsdb.vector(), True, now, out)
 
     def _adjacency_changed(self, now: float) -> None:
         self._originate_at = min(self._originate_at, now)
@@ -418,10 +433,12 @@ class Router:
         if params.get("full") is True:
             newer = {o: v for o, v in lsdb.vector().items() if v > theirs.get(o, -1)}
             if newer:
-                self._send_sync(nb, newer, False, out)
+                self._send_sync(nb, newer, False, now, out)
 
-    def _send_sync(self, nb: Neighbor, entries: Mapping[str, int], full: bool, out: list[Action]) -> None:
+    def _send_sync(self, nb: Neighbor, entries: Mapping[str, int], full: bool, now: float,
+                   out: list[Action]) -> None:
         self.counters["syncs_out"] += 1
+        nb.sync_sent_at = now
         body: dict[str, Any] = {"n": self.me, "v": [[o, v] for o, v in entries.items()]}
         if full:
             body["full"] = True
@@ -472,6 +489,12 @@ class Router:
             data = decode(wire)
             if type(data) is not Data:
                 raise DecodeError("not a Data")
+            comps = data.name.comps
+            if len(comps) > 3 and comps[-1][:1] == _VERSION_TYPE:  # a stale record, known by its name alone
+                held = self.lsdb.by_key(comps[:-3])
+                if held is not None and 0 <= _version(comps[-1]) <= held.state.version:
+                    self.counters["records_stale"] += 1
+                    return held.state.origin
             state, certs = decode_record(data.name, data.content, max_adjacencies=cfg.max_adjacencies,
                                          max_prefixes=cfg.max_prefixes)
         except DecodeError as exc:
@@ -540,21 +563,23 @@ class Router:
             self._originate(now)
         if now >= self._compute_at:
             self._compute(now, out)
+        pace = self.config.pace
         for nb in self.neighbors.values():
             if not nb.link_up:
                 nb.notify.clear()
                 continue
-            if nb.notify:
+            if nb.notify and now >= nb.sync_sent_at + pace:
                 if nb.up:
-                    self._send_sync(nb, nb.notify, False, out)
+                    self._send_sync(nb, nb.notify, False, now, out)
                     nb.synced_at = now
                 nb.notify = {}
-            if nb.wanted and nb.fetch is None and nb.up:
+            if nb.wanted and nb.fetch is None and nb.up and now >= nb.fetch_sent_at + pace:
                 self.counters["fetches_out"] += 1
                 interest = Interest.with_params(ROUTING_PREFIX.append_wire(_FETCH), _pack(
                     {"n": self.me, "w": [[o, v] for o, v in nb.wanted.items()]}),
                     lifetime_ms=max(1, int(self.config.fetch_timeout * 1000)))
                 nb.fetch = (interest.name, now + self.config.fetch_timeout)
+                nb.fetch_sent_at = now
                 nb.synced_at = now
                 out.append(self._transmit(nb.face, interest))
 
@@ -567,7 +592,7 @@ class Router:
         attrs: dict[tuple[str, str], tuple[int | None, int | None]] = {}
         for record in self.lsdb:
             state = record.state
-            listed[state.origin] = {a.name: a.cost for a in state.adjacencies}
+            listed[state.origin] = record.neighbors
             for p in state.prefixes:
                 origins.setdefault(p.prefix, []).append(state.origin)
                 attrs[(p.prefix, state.origin)] = (p.capacity, p.load)
@@ -590,11 +615,16 @@ class Router:
             if hops:
                 new[prefix] = tuple(hops)
         old = self.routes
+        names = self._route_names
         for prefix, installed in new.items():
             if old.get(prefix) != installed:
-                out.append(RouteUpdate(Name(prefix), installed))
+                name = names.get(prefix)
+                if name is None:
+                    name = names[prefix] = Name(prefix)
+                out.append(RouteUpdate(name, installed))
         for prefix in old.keys() - new.keys():
-            out.append(RouteUpdate(Name(prefix), ()))
+            name = names.pop(prefix, None)
+            out.append(RouteUpdate(Name(prefix) if name is None else name, ()))
         self.routes = new
 
     def _transmit(self, face: int, packet: Interest | Data) -> Transmit:
@@ -626,6 +656,14 @@ class Router:
             "lsdb_bytes": self.lsdb.bytes_used, "announced": sorted(self.prefixes), "routes": len(self.routes),
             "counters": dict(self.counters), "last_refusal": self.last_refusal,
         }
+
+
+def _version(comp: bytes) -> int:
+    """A version component's number (-1 if malformed: decode_record then says why)."""
+    try:
+        return decode_nonneg(comp[1:])
+    except ValueError:
+        return -1
 
 
 def _pack(obj: Any) -> bytes:
