@@ -1,7 +1,11 @@
 """`make demo`: the showcase on a local topology of real daemons.
 
 Starts `topologies/default.toml` (one `icnd run` process per node on
-loopback, links with emulated delay), then: a worker publishes named data,
+loopback, links with emulated delay) with link-state routing: each node is
+given only its neighbours (``--neighbor``), and the network forms itself --
+the demo prints the routes the protocol installed, then a worker publishes
+an object under a name of its own choosing (``/videos/...``), the route to it
+appears at the client, and the client fetches it.  Then: a worker publishes named data,
 the client fetches it across two routers and fetches it again from a cache,
 a second consumer's request is answered by a cache; then named functions:
 a matrix product computed by one of two hosts, the same call as a pure
@@ -17,11 +21,13 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 
 import trio
 
+from icnd.client import Client
 from icnd.errors import Error
-from icnd.topology import launch
+from icnd.topology import launch, load
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_TOPOLOGY = os.path.join(os.path.dirname(HERE), "topologies", "default.toml")
@@ -34,15 +40,42 @@ def step(text: str) -> None:
 
 async def showcase(path: str) -> bool:
     started = time.monotonic()
-    step(f"starting {os.path.relpath(path)}: one icnd process per node on loopback")
-    async with launch(path) as net:
+    spec = load(path)
+    link_state = spec.routing == "link-state"
+    how = "given only their neighbours, no routes" if link_state else "static routes derived from the graph"
+    step(f"starting {os.path.relpath(path)}: one icnd process per node on loopback, {how}")
+    async with launch(spec) as net:
         for handle in net.nodes.values():
-            print(f"  {handle.name:<8} {handle.prefix:<14} pid {handle.pid:<7} {handle.udp_uri}")
+            neighbours = ", ".join(peer for peer, _ in spec.neighbours(handle.name))
+            print(f"  {handle.name:<8} {handle.prefix:<14} pid {handle.pid:<7} {handle.udp_uri:<22} "
+                  f"--neighbor {neighbours}" if link_state else
+                  f"  {handle.name:<8} {handle.prefix:<14} pid {handle.pid:<7} {handle.udp_uri}")
         print(f"  all {len(net.nodes)} nodes ready in {time.monotonic() - started:.1f}s")
 
         w3 = await net.connect("w3")
         client = await net.connect("client")
         r1 = await net.connect("r1")
+        ok = True
+
+        if link_state:
+            step("the network formed itself: hellos, link-state records, routes (origin routing)")
+            print(f"  every node routes to every node {net.converged_s:.1f}s after the start "
+                  f"(daemons answering after {net.daemons_ready_s:.1f}s)")
+            for line in await _routes(client, "client", lambda p: p.startswith("/node/")):
+                print(f"  {line}")
+
+            step("w3 publishes an object under /videos: w3 announces it, the route appears at client")
+            video = bytes(range(256)) * 300
+            t0 = trio.current_time()
+            await w3.publish_object("/videos/demo/cat.mp4", video)
+            with trio.fail_after(10):
+                while not (lines := await _routes(client, "client", lambda p: p.startswith("/videos/"))):
+                    await trio.sleep(0.02)
+            for line in lines:
+                print(f"  {line}, {1000 * (trio.current_time() - t0):.0f} ms after the publish")
+            fetched = await client.fetch_object("/videos/demo/cat.mp4", timeout=10)
+            ok = fetched == video
+            print(f"  client fetched {len(fetched)} bytes: {'ok' if ok else 'MISMATCH'}")
 
         step("w3 publishes /node/w3/photos/cat.jpg (signed with w3's Ed25519 identity)")
         content = b"\xff\xd8 a picture of a cat " * 40
@@ -53,7 +86,7 @@ async def showcase(path: str) -> bool:
         t0 = trio.current_time()
         data = await client.fetch("/node/w3/photos/cat.jpg")
         first_ms = 1000 * (trio.current_time() - t0)
-        ok = data.content == content
+        ok = ok and data.content == content
         print(f"  {len(data.content)} bytes in {first_ms:.1f} ms, signed by {data.signer}: {'ok' if ok else 'MISMATCH'}")
 
         step("client fetches it again: answered by its own node's Content Store")
@@ -147,6 +180,18 @@ async def showcase(path: str) -> bool:
         step("tearing down")
     print(f"  done in {time.monotonic() - started:.1f}s: {'success' if ok else 'FAILED'}")
     return ok
+
+
+async def _routes(client: Client, node: str, wanted: Callable[[str], bool]) -> list[str]:
+    """``node: route PREFIX via NEIGHBOUR (routing, cost N)`` for each routing route `wanted` picks."""
+    names = {n["face"]: (n["name"] or "?").removeprefix("/node/") for n in (await client.routing())["neighbors"]}
+    out = []
+    for entry in await client.command("route", "list"):
+        hops = [h for h in entry["nexthops"] if h["origin"] == "routing"]
+        if hops and wanted(entry["prefix"]):
+            via = ", ".join(f"{names.get(h['face'], h['uri'])} (cost {h['cost']})" for h in hops)
+            out.append(f"{node}: route {entry['prefix']} via {via} (routing)")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -44,7 +44,8 @@ def add_commands(subparsers: Any) -> None:
         "topology running in the background, or simulate one in-process on a virtual clock.",
     )
     p = add_command(verbs, "up", cmd_topo_up,
-                    "start every node of FILE, print their sockets, stay in the foreground (Ctrl-C stops)")
+                    "start every node of FILE (link-state: with its neighbours only, ready once every node "
+                    "routes to every node), print their sockets, stay in the foreground (Ctrl-C stops)")
     p.add_argument("file", metavar="FILE", help="topology file, e.g. topologies/grid9.toml")
     p.add_argument("--netns", action="store_true",
                    help="one network namespace per node (root only; otherwise falls back to processes "

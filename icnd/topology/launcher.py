@@ -20,15 +20,36 @@ In both modes the Unix sockets, logs (``<node>.log``, the daemon's stderr)
 and data directories (``<node>/data``: identity key and published data)
 live in the work directory, and links are emulated in user space through the
 faces (``face link``: delay, loss and, in process mode, bandwidth; each side
-shapes its own outgoing direction, with deterministic seeds).  Routes are the
-ones `derive_routes` computes, installed with ``route add`` toward each
-neighbour's face.  Every function prefix the derivation routes gets the
+shapes its own outgoing direction, with deterministic seeds).
+
+Routes depend on the topology's ``routing`` (interface §12):
+
+- ``"link-state"`` (the default): every node starts with ``--neighbor`` for
+  each of its links (the peer's listener URI, ``cost=`` the link's cost) and
+  no routes; the nodes' routing protocol makes them.  In process mode the
+  listening ports are therefore chosen *before* the daemons start (bound
+  once to port 0 by the launcher, released, and handed to the daemon), since
+  every neighbour must be told them; the faces the link emulation shapes are
+  the permanent neighbour faces (and, over TCP, the connections the peer
+  opened), looked up by URI whenever a link changes, because a TCP
+  neighbour's reconnection brings a new accepted face.
+- ``"static"``: the routes `derive_routes` computes, installed with
+  ``route add`` toward each neighbour's face (made with ``face create``).
+
+Either way every function prefix the derivation routes gets the
 ``load-balance`` strategy on every node (``strategy set``), so calls spread
 over the hosts by measured RTT and load.
 
 Readiness is checked, never slept for: the launcher polls each node's
 ``status`` over its socket until it answers (or the node exits, or the
-deadline passes: the error carries the end of the node's log).
+deadline passes: the error carries the end of the node's log).  Under
+link-state routing the topology is ready only once every live node has a
+``routing`` route to the ``/node/<n>`` prefix of every other node it can
+reach over up links, and to the function prefixes those nodes host
+(`Network.wait_routes`); `launch` and `Network.restart`
+wait for that within ``ready_timeout``, and the error names the nodes still
+missing routes and the last link-state record each refused (a trust schema
+without a rule for link state shows up there).
 
 State and cleanup.  ``<workdir>/topology.json`` records the launcher's pid,
 every node's pid (with its start time, so a recycled pid is never killed),
@@ -50,6 +71,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -321,6 +343,9 @@ class Network:
         self.run_id = netplan.run_id if netplan else secrets.token_hex(3)
         self.log_level = log_level
         self.ready_timeout = ready_timeout
+        self.link_state = spec.routing == "link-state"  # else "static": derived routes, route add
+        self.converged_s: float | None = None  # link-state: launch to every node routing to every node
+        self.daemons_ready_s: float | None = None  # launch to every daemon answering status
         self.routes: dict[str, list[Route]] = derive_routes(spec)
         self.function_prefixes: list[str] = function_route_prefixes(spec, self.routes)
         self._nodes = {
@@ -392,7 +417,11 @@ class Network:
 
     async def restart(self, node: str | NodeHandle) -> None:
         """Start ``node`` again (stopping it first if it runs) with the same ports and data
-        directory; re-create its faces, link emulation and routes, and wait until it is ready."""
+        directory; re-create its faces, link emulation and routes, and wait until it is ready.
+        Under link-state routing the node's ``--neighbor`` faces come back with it and the
+        neighbours' permanent faces reconnect by themselves: nothing is re-added, the link
+        emulation is re-applied to the new faces, and it returns once routes have converged
+        again (`wait_routes`)."""
         handle = self._handle(node)
         async with self._lock:
             proc = handle._proc
@@ -408,6 +437,8 @@ class Network:
             ]
             names = {handle.name} | {link.other(handle.name) for _, link in alive_links}
             async with self._clients(names) as clients:
+                if self.link_state:  # its --neighbor faces are back; the neighbours' reconnect by themselves
+                    await self._wait_tcp_links(alive_links, clients)
                 for i, link in alive_links:
                     await self._setup_link(i, link, clients)
                 await self._install_routes(clients[handle.name], handle.name)
@@ -415,6 +446,7 @@ class Network:
                     peer = link.other(handle.name)
                     await self._install_routes(clients[peer], peer, via=handle.name)
             self._save()
+            await self.wait_routes()
 
     async def cut(self, a: str | NodeHandle, b: str | NodeHandle) -> None:
         """Cut the link a-b: both ends drop everything they send on it (``face link up=False``)."""
@@ -432,6 +464,87 @@ class Network:
     def link_params(self, a: str | NodeHandle, b: str | NodeHandle) -> dict[str, Any]:
         """The link a-b's current parameters: delay_ms, loss, bandwidth_mbps, up."""
         return dict(self._params[self._link_index(a, b)])
+
+    async def wait_routes(self, *, timeout: float | None = None) -> float:
+        """Link-state: wait until every live node has a ``routing`` route to the ``/node/<n>`` prefix
+        of every other live node it reaches over up links (its connected component now), and to
+        the function prefixes those nodes host (so a call right after `launch` finds its way); returns
+        the seconds waited.  Routes toward nodes that are gone are not waited out (the protocol
+        drops them after the dead interval).  Raises `LaunchError` after ``timeout`` (default
+        ``ready_timeout``) naming the nodes still missing routes and the link-state records they
+        last refused.  With ``routing = "static"`` it returns 0 at once."""
+        if not self.link_state:
+            return 0.0
+        start = trio.current_time()
+        deadline = start + (self.ready_timeout if timeout is None else timeout)
+        while True:
+            missing = await self._missing_routes()
+            if not missing:
+                return trio.current_time() - start
+            if trio.current_time() >= deadline:
+                break
+            await trio.sleep(0.05)
+        lines = [f"{node} lacks {', '.join(sorted(prefixes))}" for node, prefixes in sorted(missing.items())]
+        refusals = []
+        for node in sorted(n for n, h in self._nodes.items() if h.alive):
+            with trio.move_on_after(2.0):
+                try:
+                    async with _connect(self._nodes[node].socket, timeout=1.0) as client:
+                        status = await client.command("routing", "status", timeout=1.0)
+                except Error:
+                    continue
+                if status.get("last_refusal"):
+                    refusals.append(f"{node}: {status['last_refusal']}")
+        raise LaunchError(
+            f"{self.spec.source}: link-state routing did not converge within {deadline - start:.1f}s; "
+            f"routes missing: {'; '.join(lines)}"
+            + (f"; last refused link state: {'; '.join(refusals)}" if refusals else
+               "; no node refused link state (see the nodes' logs and `icnd routing`)")
+        )
+
+    def _components(self) -> dict[str, set[str]]:
+        """Live node -> the live nodes it reaches over up links (itself included)."""
+        alive = {n for n, h in self._nodes.items() if h.alive}
+        adjacent: dict[str, set[str]] = {n: set() for n in alive}
+        for i, link in enumerate(self.spec.links):
+            if self._params[i]["up"] and link.a in alive and link.b in alive:
+                adjacent[link.a].add(link.b)
+                adjacent[link.b].add(link.a)
+        component: dict[str, set[str]] = {}
+        for node in alive:
+            if node in component:
+                continue
+            seen, todo = {node}, [node]
+            while todo:
+                for peer in adjacent[todo.pop()] - seen:
+                    seen.add(peer)
+                    todo.append(peer)
+            for member in seen:
+                component[member] = seen
+        return component
+
+    async def _missing_routes(self) -> dict[str, set[str]]:
+        """Live node -> the prefixes it should but does not route to (origin ``routing``): the node
+        prefixes of the nodes it reaches and the function prefixes they host (and it does not)."""
+        missing: dict[str, set[str]] = {}
+        for node, reach in self._components().items():
+            want = {self._nodes[peer].prefix for peer in reach if peer != node}
+            hosted = set(self.spec.nodes[node].function_prefixes)
+            want |= {fn for peer in reach for fn in self.spec.nodes[peer].function_prefixes} - hosted
+            if not want:
+                continue
+            have: set[str] = set()
+            with trio.move_on_after(COMMAND_TIMEOUT):
+                try:
+                    async with _connect(self._nodes[node].socket, timeout=1.0) as client:
+                        routes = await client.command("route", "list", timeout=2.0)
+                    have = {r["prefix"] for r in routes
+                            if any(h.get("origin") == "routing" for h in r.get("nexthops") or ())}
+                except Error:
+                    pass
+            if want - have:
+                missing[node] = want - have
+        return missing
 
     # --- helpers ------------------------------------------------------------------------------------
     def _handle(self, node: str | NodeHandle) -> NodeHandle:
@@ -474,6 +587,7 @@ class Network:
             "source": self.spec.source,
             "workdir": self.workdir,
             "mode": "netns" if self.netplan else "process",
+            "routing": self.spec.routing,
             "run_id": self.run_id,
             "ready": self._ready,
             "launcher": {"pid": os.getpid(), "start": _proc_start(os.getpid())},
@@ -491,12 +605,16 @@ class Network:
                 "--data-dir", handle.data_dir, "--log-level", self.log_level]
         if self.netplan is not None:
             listen = [f"udp://0.0.0.0:{_netns.PORT}", f"tcp://0.0.0.0:{_netns.PORT}"]
-        elif restart and handle.udp_uri and handle.tcp_uri:
-            listen = [handle.udp_uri, handle.tcp_uri]  # the same ports: neighbours' faces stay valid
+        elif (restart or self.link_state) and handle.udp_uri and handle.tcp_uri:
+            # the same ports: neighbours' faces stay valid (link-state: chosen by _reserve_ports)
+            listen = [handle.udp_uri, handle.tcp_uri]
         else:
             listen = ["udp://127.0.0.1:0", "tcp://127.0.0.1:0"]
         for uri in listen:
             argv += ["--listen", uri]
+        if self.link_state:
+            for peer, link in self.spec.neighbours(handle.name):
+                argv += ["--neighbor", f"{self._peer_uri(handle.name, peer, link)},cost={link.cost}"]
         node = self.spec.nodes[handle.name]
         for entry in node.functions:
             argv += ["--function", entry]
@@ -508,6 +626,28 @@ class Network:
         if handle.netns is not None:
             argv = _netns.exec_prefix(handle.netns) + argv
         return argv
+
+    def _reserve_ports(self) -> None:
+        """Link-state in process mode: choose every node's UDP and TCP port before any daemon starts
+        (each neighbour's ``--neighbor`` names them).  All sockets are bound at once, so no two nodes
+        get the same port, then released for the daemons to bind; another process taking one in
+        between makes that node fail to start, reported like any start failure."""
+        held: list[socket.socket] = []
+        try:
+            for handle in self._nodes.values():
+                if handle.udp_uri and handle.tcp_uri:
+                    continue
+                ports = []
+                for kind in (socket.SOCK_DGRAM, socket.SOCK_STREAM):
+                    sock = socket.socket(socket.AF_INET, kind)
+                    held.append(sock)
+                    sock.bind(("127.0.0.1", 0))
+                    ports.append(sock.getsockname()[1])
+                handle.udp_uri = f"udp://127.0.0.1:{ports[0]}"
+                handle.tcp_uri = f"tcp://127.0.0.1:{ports[1]}"
+        finally:
+            for sock in held:
+                sock.close()
 
     def _spawn(self, handle: NodeHandle, *, restart: bool = False) -> None:
         os.makedirs(handle.data_dir, exist_ok=True)
@@ -564,9 +704,12 @@ class Network:
             await trio.sleep(0.05)
 
     async def _start(self) -> None:
+        started = trio.current_time()
         self._save()  # every name we are about to create is on disk first
         if self.netplan is not None:
             await _netns.create(self.netplan)
+        elif self.link_state:
+            self._reserve_ports()
         for handle in self._nodes.values():
             self._spawn(handle)
         self._save()
@@ -587,12 +730,18 @@ class Network:
             others = [e.splitlines()[0].removesuffix(":") for e in errors[1:]]
             raise LaunchError(f"{self.spec.source}: " + "\n".join([errors[0], *others]))
         self._save()
+        self.daemons_ready_s = trio.current_time() - started
         async with self._clients(list(self._nodes)) as clients:
+            if self.link_state:
+                await self._wait_tcp_links(list(enumerate(self.spec.links)), clients)
             for i, link in enumerate(self.spec.links):
                 await self._setup_link(i, link, clients)
             async with trio.open_nursery() as nursery:
                 for name in self._nodes:
                     nursery.start_soon(self._install_routes, clients[name], name)
+        if self.link_state:
+            await self.wait_routes(timeout=max(0.0, deadline - trio.current_time()))
+            self.converged_s = trio.current_time() - started
         self._ready = True
         self._save()
 
@@ -605,6 +754,11 @@ class Network:
 
     async def _setup_link(self, index: int, link: LinkSpec, clients: Mapping[str, Client]) -> None:
         a, b = link.a, link.b
+        if self.link_state:  # the daemons made their neighbour faces: find them, shape them
+            await self._find_link_faces(link, clients)
+            await self._shape(clients[a], index, a, b)
+            await self._shape(clients[b], index, b, a)
+            return
         fa = await clients[a].command("face", "create", uri=self._peer_uri(a, b, link), timeout=COMMAND_TIMEOUT)
         fb = await clients[b].command("face", "create", uri=self._peer_uri(b, a, link), timeout=COMMAND_TIMEOUT)
         faces_a, faces_b = [fa["id"]], [fb["id"]]
@@ -616,6 +770,54 @@ class Network:
         self._faces[(b, a)] = faces_b
         await self._shape(clients[a], index, a, b)
         await self._shape(clients[b], index, b, a)
+
+    async def _find_link_faces(self, link: LinkSpec, clients: Mapping[str, Client]) -> None:
+        """Link-state: record the faces each end of `link` sends on toward the other -- its permanent
+        neighbour face (made at start, kept across reconnects) and, over TCP, the connection the
+        other end's neighbour face opened (new after every reconnect, hence looked up again on each
+        link change).  An end not (yet) connected contributes what it has."""
+        ends = [e for e in link.ends if e in clients]
+        lists: dict[str, list[dict]] = {}
+        for end in ends:
+            lists[end] = await clients[end].command("face", "list", timeout=COMMAND_TIMEOUT)
+        neighbour_face: dict[str, dict] = {}
+        for end in ends:
+            uri = self._peer_uri(end, link.other(end), link)
+            face = next((f for f in lists[end] if f["remote_uri"] == uri), None)
+            if face is not None:
+                neighbour_face[end] = face
+        for end in ends:
+            peer = link.other(end)
+            faces = [neighbour_face[end]["id"]] if end in neighbour_face else []
+            if link.transport == "tcp" and peer in neighbour_face and neighbour_face[peer].get("local_uri"):
+                accepted = neighbour_face[peer]["local_uri"]
+                faces += [f["id"] for f in lists[end] if f["remote_uri"] == accepted and f["id"] not in faces]
+            self._faces[(end, peer)] = faces
+
+    async def _wait_tcp_links(self, links: list[tuple[int, LinkSpec]], clients: Mapping[str, Client]) -> None:
+        """Link-state: wait (bounded, 5 s for all) until both ends' permanent neighbour faces of each
+        TCP link in `links` have connected, so that `_find_link_faces` sees the connection each end
+        accepted from the other -- the one it answers on, which link emulation must shape too.  A
+        permanent face's ``local_uri`` is that of its last connection: after the peer restarted it
+        names nothing at the peer until the face has reconnected."""
+        with trio.move_on_after(5.0):
+            for _, link in links:
+                if link.transport != "tcp" or not all(end in clients for end in link.ends):
+                    continue
+                for end in link.ends:
+                    peer = link.other(end)
+                    uri = self._peer_uri(end, peer, link)
+                    while True:
+                        faces = await clients[end].command("face", "list", timeout=COMMAND_TIMEOUT)
+                        face = next((f for f in faces if f["remote_uri"] == uri), None)
+                        if face is not None and face.get("local_uri"):
+                            theirs = await clients[peer].command("face", "list", timeout=COMMAND_TIMEOUT)
+                            if any(f["remote_uri"] == face["local_uri"] for f in theirs):
+                                break
+                        await trio.sleep(0.05)
+            return
+        log.warning("%s: some TCP neighbour connections did not come up within 5s; their link "
+                    "emulation is applied when the link next changes", self.spec.source)
 
     async def _accepted_faces(self, client: Client, remote_uri: str) -> list[int]:
         with trio.move_on_after(5.0):
@@ -646,11 +848,14 @@ class Network:
 
     async def _install_routes(self, client: Client, node: str, via: str | None = None) -> None:
         """Install `node`'s routes (only those through `via` if given); a full
-        install also sets the function prefixes' strategy first."""
+        install also sets the function prefixes' strategy first.  Under
+        link-state routing only the strategies: routing makes the routes."""
         if via is None:
             for prefix in self.function_prefixes:
                 await client.command("strategy", "set", prefix=prefix, strategy=FUNCTION_STRATEGY,
                                      timeout=COMMAND_TIMEOUT)
+        if self.link_state:
+            return
         for route in self.routes[node]:
             if via is not None and route.via != via:
                 continue
@@ -678,11 +883,12 @@ class Network:
                 for node in link.ends:
                     veth = lp.end(node)[0]
                     await _netns.set_bandwidth(self.netplan.namespaces[node], veth, params["bandwidth_mbps"])
-            for node in link.ends:
-                if not self._nodes[node].alive:
-                    continue
-                async with _connect(self._nodes[node].socket) as client:
-                    await self._shape(client, index, node, link.other(node))
+            alive = [node for node in link.ends if self._nodes[node].alive]
+            async with self._clients(alive) as clients:
+                if self.link_state:
+                    await self._find_link_faces(link, clients)
+                for node in alive:
+                    await self._shape(clients[node], index, node, link.other(node))
 
     # --- stopping ----------------------------------------------------------------------------------
     def _teardown(self) -> list[str]:
@@ -802,7 +1008,11 @@ async def launch(
 
 
 def _describe_mode(net: Network) -> str:
-    return "network namespaces" if net.netns else "processes on loopback"
+    mode = "network namespaces" if net.netns else "processes on loopback"
+    if net.link_state:
+        took = f", converged in {net.converged_s:.1f}s" if net.converged_s is not None else ""
+        return f"{mode}, link-state routing (nodes started with their neighbours only{took})"
+    return f"{mode}, static routes derived from the graph"
 
 
 def _print_ready(net: Network, out: TextIO) -> None:

@@ -27,6 +27,8 @@ FUNCTIONS = [
 
 SPEC = {
     # client - r - h1, r - h2: both hosts two hops from the client
+    # static: a test takes h1 out of service by removing r's static routes to it
+    "routing": "static",
     "nodes": {"client": {}, "r": {}, "h1": {"functions": FUNCTIONS}, "h2": {"functions": FUNCTIONS}},
     "links": [{"ends": ["client", "r"]}, {"ends": ["r", "h1"]}, {"ends": ["r", "h2"], "cost": 2}],
 }

@@ -93,8 +93,11 @@ async def test_a_udp_neighbor_and_its_route_survive_the_peers_restart(daemons) -
 
 
 async def test_destroying_a_permanent_face_removes_it_and_its_routes(daemons) -> None:
-    b_uri = f"tcp://127.0.0.1:{free_port(socket.SOCK_STREAM)}"
-    c_uri = f"tcp://127.0.0.1:{free_port(socket.SOCK_STREAM)}"
+    b_port = free_port(socket.SOCK_STREAM)
+    c_port = free_port(socket.SOCK_STREAM)
+    while c_port == b_port:  # the kernel may hand a just-closed port out again: two faces are needed
+        c_port = free_port(socket.SOCK_STREAM)
+    b_uri, c_uri = f"tcp://127.0.0.1:{b_port}", f"tcp://127.0.0.1:{c_port}"
     a = await daemons.start("a", "--face", b_uri, "--neighbor", c_uri)
     entry = await face_entry(a, b_uri)
     async with a.connect() as ca:

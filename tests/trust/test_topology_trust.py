@@ -4,15 +4,17 @@ function host admits only callers certified under ``/net/<user>``.
 
 A line a - b - c launched from a topology file whose nodes carry ``key``,
 ``cert`` and a top-level ``trust`` (each node is ``icnd run --key --cert
---trust``).  Routes for the users' namespace ``/net`` are added along the
-routes the launcher derived toward the publisher's node (no routing protocol
-yet: issue #17)."""
+--trust``).  The nodes run link-state routing (the schema lets each node sign
+its own link state), so what alice publishes at a and what carol hosts at c
+are announced and routed with no route added by hand -- carol's certificate
+included, published at c under ``/net/carol``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+import trio
 
 import icnd
 from icnd.client import Client
@@ -40,6 +42,10 @@ signer = "/net/KEY/<*>"
 name = "answers"
 data = "/fn/<**>"
 signer = "/net/<host>/KEY/<*>"
+[[rule]]
+name = "node-link-state"
+data = "/node/<n>/<**>"
+signer = "/node/<n>/KEY/<*>"
 """
 
 TOPOLOGY = """\
@@ -85,13 +91,15 @@ def _pki(d: Path) -> dict[str, Ed25519Key]:
     return keys
 
 
-async def _route_like(client: Client, prefix: str, towards: str) -> None:
-    """Route `prefix` through the face(s) this node routes `towards` by."""
-    routes = await client.command("route", "list")
-    hops = [h["face"] for r in routes if r["prefix"] == towards for h in r["nexthops"]]
-    assert hops, f"no route toward {towards}: {routes}"
-    for face in hops:
-        await client.command("route", "add", prefix=prefix, face=face)
+async def _routed(client: Client, names: tuple[str, ...], timeout: float = 10.0) -> None:
+    """Wait until the node has a routing route at, above or under each of `names` (announced elsewhere)."""
+    with trio.fail_after(timeout):
+        while True:
+            routes = await client.command("route", "list")
+            have = [Name(r["prefix"]) for r in routes if any(h["origin"] == "routing" for h in r["nexthops"])]
+            if all(any(p.is_prefix_of(Name(n)) or Name(n).is_prefix_of(p) for p in have) for n in names):
+                return
+            await trio.sleep(0.05)
 
 
 def _connect(net, node: str, d: Path, who: str | None = None):  # type: ignore[no-untyped-def]
@@ -116,14 +124,12 @@ async def test_three_nodes_one_anchor_publish_fetch_and_call() -> None:
             # the node serves its certificate, issued by the anchor, under its routable key name
             status = await ops["a"].status()
             assert status["pid"] == net["a"].pid
-            # users publish under /net/<user> at a; b and c route /net toward a
-            for node in ("b", "c"):
-                await _route_like(ops[node], "/net", "/node/a")
-
+            # users publish under /net/<user> at a; a announces what is published through it
             async with _connect(net, "a", d, "alice") as alice:
                 await alice.publish("/net/alice/photo", b"alice's photo", freshness=60.0)
                 # alice's key signing in bob's namespace: a certified user, the wrong namespace
                 await alice.publish("/net/bob/forged", b"not bob's", freshness=60.0)
+            await _routed(ops["c"], ("/net/alice/photo", "/net/bob/forged"))
 
             async with _connect(net, "c", d) as reader:  # a reader with only the schema
                 got = await reader.fetch("/net/alice/photo", timeout=5.0)
@@ -137,8 +143,7 @@ async def test_three_nodes_one_anchor_publish_fetch_and_call() -> None:
             async with _connect(net, "c", d, "carol") as carol:
                 async with carol.host({"/fn/double": whoami}, allow={"/fn/double": ["/net/<user>/KEY/<*>"]}):
                     for node in ("a", "b"):  # the function, and carol's certificate (published at c)
-                        await _route_like(ops[node], "/fn/double", "/node/c")
-                        await _route_like(ops[node], "/net/carol", "/node/c")
+                        await _routed(ops[node], ("/fn/double", "/net/carol"))
                     async with _connect(net, "a", d, "bob") as bob:
                         assert await bob.call("/fn/double", 21, timeout=8.0) == 42
                     assert runs == ["ran"]
