@@ -51,7 +51,7 @@ from icnd.compute.rice import (
 )
 from icnd.compute.values import decode_value, encode_value
 from icnd.endpoint import Endpoint
-from icnd.errors import DecodeError, Error, Nacked, Timeout, VerificationError, error_data
+from icnd.errors import CommandError, DecodeError, Error, Nacked, Timeout, VerificationError, error_data
 from icnd.name import T_PARAMS, T_RNP, Name, generic, valid_wire_comps
 from icnd.objects.fetch import fetch_segments, publish_object
 from icnd.objects.manifest import Manifest
@@ -71,6 +71,8 @@ MAX_ERROR_MESSAGE = 1000  # characters of an error message (a function's excepti
 
 
 PUBLISH_SLOTS = 4  # results being stored as objects at once (the node's store takes 8 uploads)
+LOAD_REPORT_INTERVAL = 0.5  # a host tells its node its capacity and load at most this often (on change)
+LOAD_REPORT_TIMEOUT = 2.0  # the deadline of one ("routing", "load") command
 
 
 @dataclass(frozen=True)
@@ -204,6 +206,14 @@ class FunctionHost:
         self.limits = limits
         self.threads = ThreadPool(workers)
         self.active = 0
+        # per function prefix: calls admitted and not yet answered; jobs running (or queued for a worker)
+        self._admitted: dict[Name, int] = dict.fromkeys((f.prefix for f in functions), 0)
+        self._running: dict[Name, int] = dict.fromkeys((f.prefix for f in functions), 0)
+        self._workers = workers
+        self._reported: dict[Name, tuple[int, int]] = {}  # what the node was last told
+        self._load_changed = trio.Event()
+        self.load_reports = 0  # ("routing", "load") commands the node accepted
+        self._report_error_logged = False
         self.counters = dict.fromkeys(HOST_COUNTERS, 0)
         self._calls: OrderedDict[tuple, Invocation] = OrderedDict()
         self._memo: OrderedDict[tuple, bytes] = OrderedDict()  # pure results, LRU, bounded in count and bytes
@@ -226,6 +236,7 @@ class FunctionHost:
                 await stack.enter_async_context(self.ep.serve(f.prefix, self._on_call))
             await stack.enter_async_context(self.ep.serve(self.thunk_prefix, self._on_poll))
             nursery.start_soon(self._expire_results)
+            nursery.start_soon(self._report_load)
             task_status.started(self)
             try:
                 await trio.sleep_forever()
@@ -234,6 +245,66 @@ class FunctionHost:
                 self.threads.close()
                 if self.processes is not None:
                     self.processes.close()
+
+    # --- capacity and load, announced through routing (compute-aware anycast) -------------------
+    def _admit(self, fn: HostedFunction, delta: int) -> None:
+        self.active += delta
+        self._admitted[fn.prefix] = self._admitted.get(fn.prefix, 0) + delta
+        self._load_changed.set()
+
+    def load(self) -> dict[Name, tuple[int, int]]:
+        """Per hosted prefix: (capacity, load).  Capacity: the calls it can
+        run at once -- its workers (threads or processes) for a synchronous
+        function, ``max_jobs`` for an async one, never more than
+        ``max_jobs``; load: its calls running or queued, i.e. the larger of
+        the calls admitted and not yet answered (handshakes included) and
+        its jobs not finished (a thunked job runs on after its call was
+        answered).  The pool is shared: every synchronous prefix announces
+        the same workers, since any one of them may use them all."""
+        jobs = self.limits.max_jobs
+        out = {}
+        for f in self.functions:
+            capacity = jobs if f.is_async else min(self._workers, jobs)
+            out[f.prefix] = (capacity, max(self._admitted.get(f.prefix, 0), self._running.get(f.prefix, 0)))
+        return out
+
+    async def _report_load(self) -> None:
+        """Tell the node each prefix's capacity and load with ``("routing",
+        "load")`` when they change, at most every `LOAD_REPORT_INTERVAL`
+        (calls never wait for it: they only set an event).  The node
+        announces them with the prefix (its routing rate-limits load-only
+        changes again).  A node without routing answers 409: reporting stops
+        quietly; any other failure is logged once and the next change is
+        reported anyway.  The first report goes at once (the capacity)."""
+        self._load_changed.set()
+        while True:
+            await self._load_changed.wait()
+            self._load_changed = trio.Event()
+            for prefix, state in self.load().items():
+                if self._reported.get(prefix) == state:
+                    continue
+                try:
+                    with trio.fail_after(LOAD_REPORT_TIMEOUT):
+                        await self.ep.command("routing", "load", prefix=prefix.to_uri(),
+                                              capacity=state[0], load=state[1])
+                except CommandError as exc:
+                    if exc.status == 409:
+                        log.debug("not reporting load: %s", exc.message)
+                        return
+                    self._report_failed(prefix, exc)
+                    continue
+                except (Error, trio.TooSlowError) as exc:
+                    self._report_failed(prefix, exc)
+                    continue
+                self._reported[prefix] = state
+                self.load_reports += 1
+            await trio.sleep(LOAD_REPORT_INTERVAL)
+
+    def _report_failed(self, prefix: Name, exc: BaseException) -> None:
+        if not self._report_error_logged:
+            self._report_error_logged = True
+            log.warning("could not report the load of %s to the node (logged once): %s",
+                        prefix, exc or type(exc).__name__)
 
     async def _expire_results(self) -> None:
         """Forget each finished job `retention` after it finished (one task
@@ -296,7 +367,7 @@ class FunctionHost:
         invocation = self._calls[key] = Invocation()
         while len(self._calls) > 4 * self.limits.max_tombstones:
             self._calls.popitem(last=False)
-        self.active += 1
+        self._admit(fn, +1)
         try:
             if small:
                 invocation.answer = await self._small_call(fn, interest)
@@ -313,7 +384,7 @@ class FunctionHost:
             log.exception("call %s failed", interest.name)
             invocation.answer = self._error(interest.name, "internal-error", f"{type(exc).__name__}: {exc}")
         finally:
-            self.active -= 1
+            self._admit(fn, -1)
             invocation.settled.set()
         return invocation.answer
 
@@ -600,11 +671,11 @@ class FunctionHost:
         if self.active >= self.limits.max_jobs:
             self.counters["fn_busy"] += 1
             return Nack.for_interest(interest, NackReason.NO_RESOURCES, f"{self.node_name} is busy")
-        self.active += 1
+        self._admit(fn, +1)
         try:
             return await self._start(fn, interest.name, args, memo_key=key, pure_name=True)
         finally:
-            self.active -= 1
+            self._admit(fn, -1)
 
     # --- the memo of pure results (bounded in entries and bytes, least recently used dropped) ---
     def _memo_get(self, key: tuple) -> bytes | None:
@@ -637,6 +708,8 @@ class FunctionHost:
         job = Job(trio.current_time())
         assert self._nursery is not None
         self.counters["fn_executions"] += 1
+        self._running[fn.prefix] = self._running.get(fn.prefix, 0) + 1
+        self._load_changed.set()
         if fn.is_async or self.processes is not None:
             self._nursery.start_soon(self._run_job, fn, args, job, memo_key)
         else:  # a worker thread; encoding the result there too
@@ -676,6 +749,8 @@ class FunctionHost:
     def _job_done(self, fn: HostedFunction, job: Job, memo_key: tuple, result: bytes | None,
                   error: tuple[str, str] | None) -> None:
         """A job finished (in the trio thread, with no await since: see `_start`)."""
+        self._running[fn.prefix] -= 1
+        self._load_changed.set()
         job.result, job.error = result, error
         if result is not None and fn.info.pure:  # (a result, or an error: never both)
             self._memo_put(memo_key, result)

@@ -61,6 +61,7 @@ class RoutingConfig:
     max_prefixes: int = 1000  # prefixes one node may announce
     max_record_kb: int = 64  # the largest link-state record accepted
     max_nodes: int = 10_000  # records (origin nodes) the link-state database holds
+    load_aware: bool = True  # load-balance weighs the capacity/load function hosts announce; false: RTT only
 
 
 @dataclass

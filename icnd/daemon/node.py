@@ -252,7 +252,8 @@ class Node:
                               refresh=r.lsa_refresh_s, lifetime=r.lsa_lifetime_s, max_prefixes=r.max_prefixes,
                               max_record_bytes=r.max_record_kb * 1024, max_nodes=r.max_nodes)
         return RoutingShell(self.name, key=self.key, cert=self.cert, validator=self.validator, rib=self.fw.rib,
-                            links=self._links, is_local=self._is_local_face, config=config)
+                            links=self._links, is_local=self._is_local_face, config=config,
+                            on_hops=self.fw.route_hints if r.load_aware else None)
 
     def _is_local_face(self, face_id: int) -> bool:
         if face_id == INTERNAL_FACE:

@@ -398,3 +398,109 @@ def test_simulated_topology_uses_load_balance_for_function_prefixes(monkeypatch)
     built.clear()
     simulate(spec, [("c", "h2")], routes="lazy")
     assert all(fw.strategies.items() == [(Name("/"), "best-route")] for fw in built)
+
+
+# --- capacity/load hints from routing (compute-aware anycast) -------------------------------------------
+
+
+def _split(fw: Forwarder, n: int = 1000, rtt: float = 0.05, gap: float = 0.001, tag: str = "s") -> Counter:
+    """`n` Interests `gap` apart, each answered `rtt` after it left (the same
+    RTT on every hop): the next hops they went to."""
+    used: Counter = Counter()
+    pending: list[tuple[float, int, str]] = []
+    t = 1.0
+    for i in range(n):
+        while pending and pending[0][0] <= t:
+            at, face, name = pending.pop(0)
+            answer(fw, face, name, at)
+        face = send(fw, f"{tag}{i}", t)
+        used[face] += 1
+        pending.append((t + rtt, face, f"{tag}{i}"))
+        t += gap
+    for at, face, name in pending:
+        answer(fw, face, name, at)
+    return used
+
+
+def test_hints_split_calls_by_announced_capacity(fw: Forwarder) -> None:
+    lb_of(fw).set_hints(PREFIX.comps, {UP1: (1, 0), UP2: (4, 0)})
+    used = _split(fw)
+    assert sum(used.values()) == 1000
+    assert 3.0 <= used[UP2] / used[UP1] <= 5.0, used  # 4:1, though UP1 is the cheaper route
+
+
+def test_without_hints_equal_hops_split_evenly(fw: Forwarder) -> None:
+    used = _split(fw)
+    assert 0.8 <= used[UP2] / used[UP1] <= 1.25, used
+
+
+def test_announced_load_steers_calls_from_a_hop_not_measured_lately(fw: Forwarder) -> None:
+    lb = lb_of(fw)
+    lb.probe = 0.0
+    # equal capacity, but UP2's hosts already run 30 calls of other nodes' callers
+    lb.set_hints(PREFIX.comps, {UP1: (4, 0), UP2: (4, 30)})
+    assert all(send(fw, f"a{i}", 1.0) == UP1 for i in range(20))  # 1 + 19/4 < 1 + 30/4
+    lb.set_hints(PREFIX.comps, {UP1: (4, 0), UP2: (4, 0)})
+    assert send(fw, "b", 1.0) == UP2
+    answer(fw, UP2, "b", 1.01)  # a fresh RTT sample: its srtt now carries the hosts' queueing
+    lb.set_hints(PREFIX.comps, {UP1: (4, 0), UP2: (4, 30)})  # the same announcement, now stale
+    assert send(fw, "c", 1.02) == UP2  # in flight 20 at UP1, 0 at UP2
+    assert send(fw, "d", 3.0) == UP1  # no sample from UP2 for over a second: its announced load counts again
+
+
+def test_capacity_zero_is_a_last_resort_and_partial_hints_are_ignored(fw: Forwarder) -> None:
+    lb = lb_of(fw)
+    lb.set_hints(PREFIX.comps, {UP1: (0, 0), UP2: (4, 0)})
+    assert all(send(fw, f"z{i}", 1.0) == UP2 for i in range(20))  # even with 20 in flight there
+    fw.add_face(UP3)
+    fw.add_route(PREFIX, UP3, 3)
+    lb.set_hints(PREFIX.comps, {UP1: (4, 0), UP2: (1, 0)})  # UP3 has none: the RTT rule, cost order
+    assert send(fw, "p0", 2.0) == UP1
+    assert send(fw, "p1", 2.0) == UP3  # in flight: UP1 1, UP2 20, UP3 0
+
+
+def test_route_hints_take_routing_hops_and_forget_faces_that_go_down(fw: Forwarder) -> None:
+    from icnd.core.routing.router import Hop
+    lb = lb_of(fw)
+    lb.route_hints(PREFIX, (Hop(UP1, 10, 2, 1), Hop(UP2, 20, None, 5)))
+    assert lb.hints(PREFIX.comps) == {UP1: (2, 1)}  # no capacity, no hint
+    lb.route_hints(PREFIX, (Hop(UP1, 10, 2, None), Hop(UP2, 20, 8, 3)))
+    assert lb.hints(PREFIX.comps) == {UP1: (2, 0), UP2: (8, 3)}
+    fw.on_face_down(UP2)
+    assert lb.hints(PREFIX.comps) == {UP1: (2, 0)}
+    fw.on_face_down(UP1)
+    assert lb.hints(PREFIX.comps) == {}
+    lb.route_hints(PREFIX, (Hop(UP1, 10, 2, 0),))
+    lb.route_hints(PREFIX, ())  # the route went
+    assert lb.hints(PREFIX.comps) == {}
+
+
+def test_hints_are_bounded() -> None:
+    lb = LoadBalance()
+    lb.max_hint_prefixes = 3
+    for i in range(5):
+        lb.set_hints((b"p%d" % i,), {1: (1, 0)})
+    assert lb.hints_dropped == 2
+    assert lb.hints((b"p4",)) == {}
+    lb.set_hints((b"p0",), {1: (5, 0)})  # a known prefix is updated
+    assert lb.hints((b"p0",)) == {1: (5, 0)}
+
+
+# --- round-robin: the capacity-blind baseline -------------------------------------------------------
+
+def test_round_robin_takes_each_next_hop_in_turn_whatever_it_costs(fw: Forwarder) -> None:
+    fw.add_route(PREFIX, UP3, 9)
+    fw.strategies.set(Name("/fn"), "round-robin")
+    faces = [send(fw, i, 0.001 * i) for i in range(30)]
+    assert Counter(faces) == {UP1: 10, UP2: 10, UP3: 10}
+    assert faces[:3] != [UP1, UP1, UP1]  # not cheapest-first
+
+
+def test_round_robin_retransmission_and_nack_go_to_an_untried_hop(fw: Forwarder) -> None:
+    fw.strategies.set(Name("/fn"), "round-robin")
+    first = send(fw, "r", 0.0, nonce=1)
+    again = send(fw, "r", 0.5, nonce=2)  # a retransmission after the suppression interval
+    assert {first, again} == {UP1, UP2}
+    tried = send(fw, "n", 1.0, nonce=3)
+    out = interests_out(fw.on_packet(tried, Nack(PREFIX.append("n"), 3, NackReason.NO_ROUTE), 1.01))
+    assert [a.face for a in out] == [UP1 if tried == UP2 else UP2]

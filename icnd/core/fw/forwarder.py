@@ -61,9 +61,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from icnd.core.fw.best_route import BestRoute
+from icnd.core.fw.load_balance import LoadBalance, RouteHop
 from icnd.core.fw.strategy import Strategy, least_severe
 from icnd.core.fw.strategy_choice import StrategyChoice
 from icnd.core.hooks import HOOK_FACE, NamespaceHandler
@@ -240,6 +241,14 @@ class Forwarder:
             self.pit.local_faces.add(face)
         else:
             self.pit.local_faces.discard(face)
+
+    def route_hints(self, prefix: Name, hops: Iterable[RouteHop]) -> None:
+        """Routing's next hops of `prefix` with the capacity/load their
+        function hosts announced: kept as the load-balance strategy's hints
+        (`LoadBalance.set_hints`; the routing shell's ``on_hops``)."""
+        lb = self.strategies.instance(LoadBalance.name)
+        assert isinstance(lb, LoadBalance)
+        lb.route_hints(prefix, hops)
 
     def on_face_down(self, face: int, now: float = 0.0) -> list[Send]:
         """Forget a face: its routes, its in-records and out-records, and its

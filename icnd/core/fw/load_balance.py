@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import random
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Protocol
 
 from icnd.core.fw.strategy import Strategy, reject_with
 from icnd.core.tables.fib import FibEntry
 from icnd.core.tables.pit import PitEntry
+from icnd.name import Name
 from icnd.packet import Interest, Nack, NackReason
 
 if TYPE_CHECKING:
@@ -30,6 +32,8 @@ LB_BUSY_BASE = 0.05  # a hop that Nacked no-resources/congestion is avoided this
 LB_BUSY_MAX = 1.0  # doubling per consecutive busy Nack up to this
 LB_SWEEP_INTERVAL = 1.0  # how often a hop's in-flight set is checked for entries that went silently
 LB_MAX_HOPS = 4096  # (prefix, face) states kept, least recently used evicted first
+LB_LOAD_FRESH = 1.0  # a hop with an RTT sample this recent: its srtt already reflects its hosts' load
+LB_MAX_HINT_PREFIXES = 4096  # prefixes with routing's capacity/load hints; beyond, new ones are dropped
 _BUSY_REASONS = frozenset({NackReason.NO_RESOURCES, NackReason.CONGESTION})
 
 
@@ -44,7 +48,7 @@ class HopStats:
     """
 
     __slots__ = ("face", "srtt", "samples", "flights", "busy_until", "busy_level", "last_sent",
-                 "sweep_at", "timeouts", "busy_nacks")
+                 "sweep_at", "timeouts", "busy_nacks", "sampled_at")
 
     def __init__(self, face: int) -> None:
         self.face = face
@@ -57,6 +61,7 @@ class HopStats:
         self.sweep_at = 0.0
         self.timeouts = 0
         self.busy_nacks = 0
+        self.sampled_at = float("-inf")  # when the last RTT sample was taken
 
     def __repr__(self) -> str:
         return (f"<HopStats face={self.face} srtt={self.srtt} in_flight={len(self.flights)} "
@@ -74,7 +79,8 @@ class HopStats:
                     self.timed_out(out.sent_at, out.expiry)  # its out-record expired unanswered
         return len(flights)
 
-    def sample(self, rtt: float) -> None:
+    def sample(self, rtt: float, now: float = float("-inf")) -> None:
+        self.sampled_at = now
         rtt = min(max(rtt, LB_MIN_RTT), LB_MAX_RTT)
         srtt = self.srtt
         self.srtt = rtt if srtt is None else srtt + LB_ALPHA * (rtt - srtt)
@@ -88,6 +94,18 @@ class HopStats:
         self.busy_nacks += 1
         self.busy_level = min(self.busy_level + 1, 16)
         self.busy_until = now + min(LB_BUSY_BASE * 2 ** (self.busy_level - 1), LB_BUSY_MAX)
+
+
+class RouteHop(Protocol):
+    """What `LoadBalance.route_hints` reads of a routing next hop
+    (`icnd.core.routing.router.Hop`)."""
+
+    @property
+    def face(self) -> int: ...
+    @property
+    def capacity(self) -> int | None: ...
+    @property
+    def load(self) -> int | None: ...
 
 
 def _settled(entry: PitEntry, face: int, now: float) -> bool:
@@ -114,6 +132,25 @@ class LoadBalance(Strategy):
       and wins if its route is cheaper, and it is the first one probed (see
       below).  (Not a blind "unknown first": a host's own function, measured,
       must not lose its calls to an unmeasured remote host.)
+    - capacity hints (announced by function hosts through routing, see
+      `set_hints`): when *every* candidate hop of the prefix has a hint with
+      a capacity, ``score = srtt * (1 + queue / capacity)`` -- the
+      expected wait if the hop's hosts work through the calls ahead of this
+      one ``capacity`` at a time -- with ``queue = in_flight`` (this node's,
+      exact) when the hop gave an RTT sample within `LB_LOAD_FRESH` (its
+      srtt already carries every caller's queueing there), else
+      ``max(in_flight, announced_load)`` (``announced_load`` counts every
+      caller's calls but is up to a couple of seconds old: used only for a
+      hop this node knows nothing fresh about; used always, it starved a
+      hop whose queue had drained since it was announced).
+      Since a hop's srtt itself grows with its queue (srtt ~ queue /
+      capacity once hosts queue), minimising the score keeps each hop's
+      calls in flight, and so its share of the calls, in proportion to its
+      capacity, so every hop's calls wait about as long (measured at 16
+      and 64 calls in flight: bench/anycast.py; ``(1 + queue) / capacity``
+      instead over-filled the big hop at low concurrency).  A hop announcing capacity 0 ranks like a busy one.  When some
+      candidate lacks a hint the hints are ignored (the RTT rule above:
+      hinted and unhinted scores are not comparable).
     - busy (a no-resources/congestion Nack within the last 50 ms, doubling
       per consecutive busy Nack up to 1 s; cleared by Data from the hop):
       used only when no other hop is left;
@@ -138,6 +175,10 @@ class LoadBalance(Strategy):
         self.probe = probe
         self.rng = random.Random(seed)
         self._hops: OrderedDict[tuple[tuple[bytes, ...], int], HopStats] = OrderedDict()
+        # routing's hints: prefix -> face -> (capacity, announced load); bounded, faces forgotten when down
+        self._hints: dict[tuple[bytes, ...], dict[int, tuple[int, int]]] = {}
+        self.max_hint_prefixes = LB_MAX_HINT_PREFIXES
+        self.hints_dropped = 0  # hint sets refused because `max_hint_prefixes` prefixes already have some
 
     def __len__(self) -> int:
         return len(self._hops)
@@ -148,6 +189,30 @@ class LoadBalance(Strategy):
     def stats(self, prefix: tuple[bytes, ...], face: int) -> HopStats | None:
         """The state kept for (prefix components, face), if any."""
         return self._hops.get((prefix, face))
+
+    def set_hints(self, prefix: tuple[bytes, ...], hints: dict[int, tuple[int | None, int | None]]) -> None:
+        """Replace the capacity/load hints of `prefix` (wire components):
+        face -> (capacity, load) as routing announced them for the origins
+        behind that next hop.  A face with no capacity gets no hint (load
+        alone, None, counts as 0); an empty map forgets the prefix.  A new
+        prefix beyond `max_hint_prefixes` is dropped and counted."""
+        clean = {face: (max(0, cap), max(0, load or 0)) for face, (cap, load) in hints.items() if cap is not None}
+        if not clean:
+            self._hints.pop(prefix, None)
+            return
+        if prefix not in self._hints and len(self._hints) >= self.max_hint_prefixes:
+            self.hints_dropped += 1
+            return
+        self._hints[prefix] = clean
+
+    def route_hints(self, prefix: Name, hops: Iterable[RouteHop]) -> None:
+        """`set_hints` from routing's next hops of `prefix` (the routing
+        shell's ``on_hops`` callback)."""
+        self.set_hints(prefix.comps, {h.face: (h.capacity, h.load) for h in hops})
+
+    def hints(self, prefix: tuple[bytes, ...]) -> dict[int, tuple[int, int]]:
+        """The hints kept for `prefix` (a copy)."""
+        return dict(self._hints.get(prefix, {}))
 
     def _hop(self, prefix: tuple[bytes, ...], face: int) -> HopStats:
         hops = self._hops
@@ -166,12 +231,22 @@ class LoadBalance(Strategy):
         hops = [self._hop(prefix, f) for f in faces]
         known = [h.srtt for h in hops if h.srtt is not None]
         guess = min(known) if known else LB_INITIAL_RTT
+        hints = self._hints.get(prefix)
+        if hints is not None and not all(f in hints for f in faces):
+            hints = None  # some hop has no hint: scores would not compare
         ranked = []
         for i, hop in enumerate(hops):
             n = hop.in_flight(now)
             srtt = hop.srtt
-            score = (guess if srtt is None else srtt) * (1 + n)
-            ranked.append((hop.busy_until > now, score, i, hop))
+            busy = hop.busy_until > now
+            if hints is None:
+                score = (guess if srtt is None else srtt) * (1 + n)
+            else:
+                capacity, load = hints[hop.face]
+                busy = busy or capacity == 0
+                queue = n if now - hop.sampled_at < LB_LOAD_FRESH else max(n, load)
+                score = (guess if srtt is None else srtt) * (1 + queue / max(capacity, 1))
+            ranked.append((busy, score, i, hop))
         ranked.sort(key=lambda r: r[:3])
         return ranked
 
@@ -243,7 +318,7 @@ class LoadBalance(Strategy):
                 continue  # not sent there by this strategy (or already swept)
             if f == face:
                 if not ambiguous:
-                    hop.sample(now - out.sent_at)
+                    hop.sample(now - out.sent_at, now)
                 hop.busy_level = 0
                 hop.busy_until = 0.0
 
@@ -262,3 +337,6 @@ class LoadBalance(Strategy):
         hops = self._hops
         for key in [k for k in hops if k[1] == face]:
             del hops[key]
+        for prefix, hints in list(self._hints.items()):
+            if hints.pop(face, None) is not None and not hints:
+                del self._hints[prefix]

@@ -9,11 +9,12 @@ from __future__ import annotations
 from icnd.core.fw.best_route import BestRoute
 from icnd.core.fw.load_balance import LoadBalance
 from icnd.core.fw.multicast import Multicast
+from icnd.core.fw.round_robin import RoundRobin
 from icnd.core.fw.strategy import Strategy
 from icnd.core.tables.fib import TableFull
 from icnd.name import Name
 
-STRATEGIES: dict[str, type[Strategy]] = {s.name: s for s in (BestRoute, Multicast, LoadBalance)}
+STRATEGIES: dict[str, type[Strategy]] = {s.name: s for s in (BestRoute, Multicast, LoadBalance, RoundRobin)}
 
 
 class StrategyChoice:

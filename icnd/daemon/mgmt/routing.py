@@ -23,6 +23,8 @@ from icnd.errors import CommandError
 from icnd.faces import Face
 from icnd.name import Name
 
+MAX_LOAD_VALUE = 1_000_000  # the largest capacity or load a function host may report
+
 ROUTING_OFF = ("routing is off on this node (its configuration turns link-state routing off, "
                "e.g. a topology with routing = \"static\"): only static and application routes")
 
@@ -43,6 +45,12 @@ class RoutingControl(Protocol):
         serves it stays until the application goes)."""
         ...
 
+    def set_load(self, prefix: Name, capacity: int | None, load: int | None) -> None:
+        """A function host's capacity (calls it runs at once) and load (calls
+        running or queued) for `prefix`, announced with it.  Raises
+        CommandError(404, ...) when no local application serves `prefix`."""
+        ...
+
     def status(self) -> dict[str, Any]:
         """The ``routing/status`` result (the ``icnd routing --json`` object,
         docs/management.md#routing): plain msgpack-able values only."""
@@ -58,6 +66,7 @@ class RoutingManager:
             ("routing", "status"): self.status,
             ("routing", "announce"): self.announce,
             ("routing", "withdraw"): self.withdraw,
+            ("routing", "load"): self.load,
         }
 
     def _control(self) -> RoutingControl:
@@ -81,3 +90,16 @@ class RoutingManager:
             raise CommandError(404, f"{prefix} is not announced by 'icnd announce' on this node "
                                     "(a prefix an application serves is withdrawn when the application stops)")
         return {"prefix": prefix.to_uri()}
+
+    async def load(self, face: Face, args: dict[str, Any]) -> Any:
+        """A function host reports {prefix, capacity, load} (integers 0..`MAX_LOAD_VALUE`)."""
+        control = self._control()
+        prefix = name_arg(arg(args, "prefix", str))
+        values = {}
+        for key in ("capacity", "load"):
+            value = arg(args, key, int)
+            if not 0 <= value <= MAX_LOAD_VALUE:
+                raise CommandError(400, f"{key} {value} is out of range (0..{MAX_LOAD_VALUE})")
+            values[key] = value
+        control.set_load(prefix, values["capacity"], values["load"])
+        return {"prefix": prefix.to_uri(), **values}
