@@ -32,6 +32,10 @@ Invariants (checked by the tests):
 - nodes hold no routes for prefixes they originate themselves, and there are
   no routes across disconnected parts of the graph.
 
+The node-side link-state router computes the same next hops from its
+link-state database (`icnd.core.routing.paths.multipath`, whose Dijkstra
+this module uses).
+
 Output is deterministic: ``derive_routes`` returns every node of the spec (in
 spec order) mapped to its routes sorted by prefix, then cost, then neighbour.
 
@@ -47,6 +51,7 @@ import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from icnd.core.routing.paths import dijkstra as _dijkstra
 from icnd.topology.spec import TopologySpec, node_prefix
 
 __all__ = [
@@ -80,24 +85,6 @@ def _graph(spec: TopologySpec) -> dict[str, dict[str, int]]:
         adj[link.a][link.b] = link.cost
         adj[link.b][link.a] = link.cost
     return adj
-
-
-def _dijkstra(adj: Graph, source: str, removed: str | None = None) -> dict[str, int]:
-    """Shortest distances from ``source`` to every reachable node, avoiding ``removed``."""
-    dist = {source: 0}
-    heap = [(0, source)]
-    while heap:
-        d, u = heapq.heappop(heap)
-        if d > dist[u]:
-            continue
-        for v, c in adj[u].items():
-            if v == removed:
-                continue
-            nd = d + c
-            if nd < dist.get(v, nd + 1):
-                dist[v] = nd
-                heapq.heappush(heap, (nd, v))
-    return dist
 
 
 def shortest_distances(spec: TopologySpec, source: str) -> dict[str, int]:
