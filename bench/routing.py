@@ -32,7 +32,6 @@ processes compete for the cores; the figures move with it).
 from __future__ import annotations
 
 import argparse
-import heapq
 import json
 import os
 import sys
@@ -49,6 +48,7 @@ import trio  # noqa: E402
 from icnd.client import Client  # noqa: E402
 from icnd.topology import load  # noqa: E402
 from icnd.topology.launcher import Network, launch  # noqa: E402
+from icnd.core.routing.paths import dijkstra  # noqa: E402
 from icnd.topology.spec import TopologySpec  # noqa: E402
 
 TOPOLOGY = REPO_DIR / "topologies" / "grid20.toml"
@@ -78,20 +78,8 @@ def distances(spec: TopologySpec, cut: tuple[str, str] | None) -> dict[str, dict
             continue
         adjacent[link.a].append((link.b, link.cost))
         adjacent[link.b].append((link.a, link.cost))
-    out = {}
-    for source in spec.nodes:
-        dist = {source: 0}
-        heap = [(0, source)]
-        while heap:
-            d, node = heapq.heappop(heap)
-            if d > dist[node]:
-                continue
-            for peer, cost in adjacent[node]:
-                if d + cost < dist.get(peer, 1 << 30):
-                    dist[peer] = d + cost
-                    heapq.heappush(heap, (d + cost, peer))
-        out[source] = dist
-    return out
+    graph = {n: dict(peers) for n, peers in adjacent.items()}
+    return {source: dijkstra(graph, source) for source in spec.nodes}
 
 
 async def consistent(net: Network, clients: dict[str, Client], dist: dict[str, dict[str, int]],

@@ -273,6 +273,10 @@ class Node:
         self.reduction.register(producers)
         producers.add_store(self.certs.lookup)
         add_node_producers(producers, self.cert, self.key, self.status)
+        if self.routing is not None:
+            routing = self.routing
+            producers.add(routing.records_prefix(),
+                          lambda interest: routing.own_record(interest) or producers.no_such_data(interest))
         for manager in (
             StatusManager(self.status),
             FaceManager(self.faces),

@@ -19,6 +19,9 @@ what routing does):
   it describes, and, with a trust schema, by a certificate chain the schema
   accepts (a rule for ``/node/<n>/routing/...`` signed by
   ``/node/<n>/KEY/...``).
+- **Its record as named Data.** Besides neighbours' fetches, anyone can
+  ask for ``/node/<n>/routing/ls`` (CanBePrefix: the newest version) and
+  get the node's own signed record, cached on the way like any Data.
 - **Announcements.** What the node originates: its own name; every prefix
   announced with `announce` (until `withdraw`); every prefix with a
   non-routing route through a local face (an application's `serve`/`host`,
@@ -42,6 +45,7 @@ from typing import Any
 import trio
 
 from icnd.codec import decode, encode
+from icnd.core.routing.lsdb import record_name
 from icnd.core.routing.router import Hop, RouteUpdate, Router, RouterConfig, Transmit, is_routing_name
 from icnd.core.tables.fib import TableFull
 from icnd.core.tables.rib import ORIGIN_ROUTING, Rib
@@ -187,6 +191,24 @@ class RoutingShell:
     @staticmethod
     def wants(comps: tuple[bytes, ...]) -> bool:
         return is_routing_name(comps)
+
+    # --- the node's own record, as named Data ----------------------------------------------------
+    def records_prefix(self) -> tuple[bytes, ...]:
+        """``<node>/routing/ls``: where the node's own record is served to anyone (not only neighbours)."""
+        return self.name.comps + record_name(self.name, 0).comps[len(self.name.comps):-1]
+
+    def own_record(self, interest: Interest) -> Data | None:
+        """The node's current record, for an Interest naming it (or, with CanBePrefix, its prefix);
+        None when the Interest asks for another version."""
+        record = self.router.lsdb.get(self.router.me)
+        if record is None:
+            return None
+        data = decode(record.wire)
+        assert isinstance(data, Data)
+        comps, want = data.name.comps, interest.name.comps
+        if comps == want or (interest.can_be_prefix and comps[:len(want)] == want):
+            return data
+        return None
 
     # --- announcements -------------------------------------------------------------------------
     def _rib_changed(self, prefix: Name) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -34,6 +35,33 @@ def run_cli(*args: str, input: bytes | None = None, timeout: float = 20.0,
     """``python -m icnd ARGS`` with this interpreter; output captured as bytes."""
     return subprocess.run([sys.executable, "-m", "icnd", *args], input=input, capture_output=True,
                           timeout=timeout, cwd=cwd)
+
+
+def free_ports(n: int = 1, kind: int = socket.SOCK_DGRAM) -> list[int]:
+    """`n` distinct loopback ports free now (bound together, then released for daemons to bind):
+    a port closed and asked for again at once may be handed out twice."""
+    socks = [socket.socket(socket.AF_INET, kind) for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 5.0) -> None:
+    """End a helper process (SIGTERM, then SIGKILL after `timeout`) and close its pipes."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
 
 
 def gone(pid: int | None) -> bool:

@@ -7,7 +7,6 @@ whole effect bench/anycast.py."""
 
 from __future__ import annotations
 
-import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -19,29 +18,23 @@ import icnd
 from icnd.client import connect
 from icnd.compute import host as host_module
 from icnd.errors import CommandError
-from icnd.testing.processes import Daemon
+from icnd.testing.processes import Daemon, free_ports
 from icnd.trust.cert import self_signed
 
 DEADLINE = 15.0
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory) -> Any:  # type: ignore[no-untyped-def]
     workdir: Path = tmp_path_factory.mktemp("anycast")
     (workdir / "off.toml").write_text("[routing]\nmode = \"off\"\n")
-    pa, pb = free_port(), free_port()
+    pa, pb = free_ports(2)
     a = Daemon(workdir, "--name", "/node/a", "--listen", f"udp://127.0.0.1:{pa}",
                "--neighbor", f"udp://127.0.0.1:{pb}", name="a")
     b = Daemon(workdir, "--name", "/node/b", "--listen", f"udp://127.0.0.1:{pb}",
                "--neighbor", f"udp://127.0.0.1:{pa}", name="b")
     off = Daemon(workdir, "--config", str(workdir / "off.toml"), "--name", "/node/off",
-                 "--listen", f"udp://127.0.0.1:{free_port()}", name="off")
+                 "--listen", f"udp://127.0.0.1:{free_ports(1)[0]}", name="off")
     try:
         for d in (a, b, off):
             d.wait_ready()

@@ -5,7 +5,6 @@ daemons a — b linked only by ``--neighbor``; a watches b's announcements."""
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -13,22 +12,16 @@ import pytest
 import trio
 
 from icnd.client import connect
-from icnd.testing.processes import Daemon
+from icnd.testing.processes import Daemon, free_ports
 
 DEADLINE = 10.0
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory) -> Any:  # type: ignore[no-untyped-def]
     workdir: Path = tmp_path_factory.mktemp("announce")
     (workdir / "b.toml").write_text("[routing]\nmax_prefixes = 6\n")
-    pa, pb = free_port(), free_port()
+    pa, pb = free_ports(2)
     a = Daemon(workdir, "--name", "/node/a", "--listen", f"udp://127.0.0.1:{pa}",
                "--neighbor", f"udp://127.0.0.1:{pb}", name="a")
     b = Daemon(workdir, "--config", str(workdir / "b.toml"), "--name", "/node/b",
@@ -109,3 +102,18 @@ async def test_beyond_the_bound_announcements_are_left_out_and_counted(pair) -> 
         assert len(announced) == 6 and "/node/b" in announced
         routes = await until(a, lambda r: sum(p in r for p in prefixes) > 0)
         assert sum(p in routes for p in prefixes) <= 5
+
+
+async def test_a_nodes_link_state_is_named_signed_data_anyone_can_fetch(pair) -> None:
+    import msgpack
+
+    a, b = pair
+    await until(a, lambda r: "/node/b" in r)
+    async with connect(a.socket) as consumer:
+        data = await consumer.fetch("/node/b/routing/ls", can_be_prefix=True)  # verified: signed by b's key
+    assert data.name.to_uri().startswith("/node/b/routing/ls/v=")
+    assert data.signer is not None and data.signer.to_uri().startswith("/node/b/KEY/")
+    record = msgpack.unpackb(data.content)
+    assert record["o"] == "/node/b" and ["/node/a", 1] in record["a"]
+    async with connect(b.socket) as c:
+        assert (await c.routing())["version"] == record["v"]

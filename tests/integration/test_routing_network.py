@@ -30,23 +30,11 @@ import trio
 
 import icnd
 from icnd.client import connect
-from icnd.testing.processes import Daemon, run_cli
+from icnd.testing.processes import Daemon, free_ports, run_cli, stop_process
 from icnd.trust.cert import self_signed
 
 CONVERGE = 15.0  # bound on any convergence wait (hellos every 1 s; records synchronized within a few)
 RECOVERY_BOUND = 5.0  # the acceptance: calls succeed again within 5 s of the middle node's death
-
-
-def free_ports(n: int, kind: int = socket.SOCK_DGRAM) -> list[int]:
-    """`n` distinct ports free now (bound together, released for the daemons to bind)."""
-    socks = [socket.socket(socket.AF_INET, kind) for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [int(s.getsockname()[1]) for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def start(workdir: Path, name: str, port: int, neighbours: list[tuple[int, int]], *extra: str,
@@ -229,15 +217,7 @@ async def test_python_ndn_producer_at_one_node_reached_from_another(workdir, sta
             data = await consumer.express(icnd.Interest(icnd.Name("/ndn/h17/sensor/reading/1")), timeout=5)
         assert data.content == b"from python-ndn"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+        stop_process(proc)
     # the producer gone, its registration is withdrawn network-wide
     with trio.fail_after(CONVERGE):
         while await routed(b, "/ndn/h17/sensor"):

@@ -36,6 +36,7 @@ import icnd
 from icnd.compute.values import decode_value, encode_value
 from icnd.daemon.config import NodeConfig
 from icnd.daemon.node import Node
+from icnd.testing.processes import stop_process
 
 ndn = pytest.importorskip("ndn", reason="python-ndn (the test extra) is not installed")
 from ndn import encoding as ndn_enc  # noqa: E402
@@ -210,19 +211,6 @@ def _read_line(proc: subprocess.Popen, timeout: float) -> str | None:
         buf += ch
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    for stream in (proc.stdin, proc.stdout):
-        if stream is not None:
-            stream.close()
-
-
 class Net:
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
@@ -258,7 +246,7 @@ class Net:
 
     def stop_all(self) -> None:
         for proc in self.procs.values():
-            _stop(proc)
+            stop_process(proc)
 
 
 class App:
@@ -285,7 +273,7 @@ class App:
     def stop(self) -> None:
         if self.proc.stderr is not None:
             self.proc.stderr.close()
-        _stop(self.proc)
+        stop_process(self.proc)
 
 
 def consume(net: Net, node: str, requests: list[dict], transport: str | None = None, api: str = "legacy") -> list[dict]:

@@ -4,7 +4,6 @@ when signed by a key of the node it names.  Real daemons on loopback."""
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,7 @@ import trio
 
 from icnd.name import Name
 from icnd.security import Ed25519Key
-from icnd.testing.processes import Daemon, short_tempdir
+from icnd.testing.processes import Daemon, free_ports, short_tempdir
 from icnd.trust import issue, save_certificate, self_signed
 
 SCHEMA = """\
@@ -26,12 +25,6 @@ name = "node-certs"
 data = "/node/<n>/KEY/<**>"
 signer = "/net/KEY/<*>"
 """
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def _routing(d: Daemon) -> dict[str, Any]:
@@ -57,7 +50,7 @@ async def test_a_node_the_anchor_did_not_certify_gets_no_routes() -> None:
             (d / f"{n}.key").write_bytes(key.to_bytes())
             # m's certificate is its own: well formed, signed, and not the anchor's
             save_certificate(self_signed(key) if n == "m" else issue(anchor, key), d / f"{n}.cert")
-        ports = {n: _port() for n in "abm"}
+        ports = dict(zip("abm", free_ports(3)))
         links = {"a": ["b"], "b": ["a", "m"], "m": ["b"]}
         daemons = {}
         try:
@@ -103,7 +96,7 @@ async def test_without_a_schema_a_record_must_be_signed_by_the_node_it_names() -
     with short_tempdir("icnd-rt-") as tmp:
         d = Path(tmp)
         (d / "b.key").write_bytes(Ed25519Key.generate(Name("/node/x")).to_bytes())
-        ports = {n: _port() for n in "ab"}
+        ports = dict(zip("ab", free_ports(2)))
         daemons = {}
         try:
             daemons["a"] = Daemon(tmp, "--name", "/node/a", "--listen", f"udp://127.0.0.1:{ports['a']}",
