@@ -291,3 +291,30 @@ def test_withdrawn_prefix_routes_are_removed() -> None:
     net.announce("b", {"/node/b": (None, None)})
     net.run(3.0)
     assert "/x" not in net.fib["a"]
+
+
+def test_a_new_prefix_is_routed_at_each_hop_before_the_next_hop_hears_of_it() -> None:
+    """Announcements alone are routed at once (no hold-down, no Dijkstra), so a
+    consumer at the far end never has a route whose next hop has none yet --
+    even when that next hop's hold-down is still running (here b's is long)."""
+    net = Net()
+    for name in "abcd":
+        config = RouterConfig(hold_down=1.0) if name == "b" else None
+        net.add(name, **({"config": config} if config else {})).set_prefixes({f"/node/{name}": (None, None)}, 0.0)
+    for x, y in zip("abc", "bcd"):
+        net.link(x, y)
+    net.run(3.0)
+    net.announce("b", {"/node/b": (None, None), "/b/data": (None, None)})  # b computes now: held down 1 s
+    net.run(3.5)
+    computed = net.routers["b"].counters["route_computations"]
+    net.announce("a", {"/node/a": (None, None), "/videos": (None, None)})
+    t = net.now
+    while "/videos" not in net.fib["d"]:
+        t += 0.0005
+        net.run(t)
+        for upstream, downstream in (("b", "c"), ("c", "d")):
+            if "/videos" in net.fib[downstream]:
+                assert "/videos" in net.fib[upstream], (upstream, downstream, t)
+        assert t < 5.0
+    assert net.routers["b"].counters["route_updates_light"] >= 1
+    assert net.routers["b"].counters["route_computations"] == computed  # no Dijkstra for it

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 Graph = Mapping[str, Mapping[str, int]]
 
-__all__ = ["Graph", "NextHop", "dijkstra", "multipath"]
+__all__ = ["Distances", "Graph", "NextHop", "dijkstra", "multipath", "neighbor_distances", "next_hops"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,19 +55,21 @@ def dijkstra(adj: Graph, source: str, removed: str | None = None) -> dict[str, i
     return dist
 
 
-def multipath(adj: Graph, me: str, origins: Mapping[str, Iterable[str]]) -> dict[str, list[NextHop]]:
-    """The next hops at ``me`` for every prefix in ``origins`` (prefix -> the
-    nodes originating it), cheapest first (ties: neighbour name).
+Distances = dict[str, tuple[int, dict[str, int]]]  # neighbour -> (link cost, its distances avoiding me)
 
-    A prefix only ``me`` originates gets none; neither does one no origin of
-    which is reachable.  Cost: one Dijkstra per neighbour of ``me``.
-    """
+
+def neighbor_distances(adj: Graph, me: str) -> Distances:
+    """For each neighbour ``m`` of ``me``: the link's cost and ``dist_{G - me}(m, x)``
+    for every ``x`` it reaches.  The expensive half of `multipath` (one
+    Dijkstra per neighbour), kept by the router while the graph is unchanged."""
+    return {m: (c, dijkstra(adj, m, removed=me)) for m, c in adj.get(me, {}).items() if m != me}
+
+
+def next_hops(distances: Distances, me: str, origins: Mapping[str, Iterable[str]]) -> dict[str, list[NextHop]]:
+    """The next hops at ``me`` for every prefix in ``origins`` from `neighbor_distances`."""
     hosts_of = {prefix: [h for h in hosts if h != me] for prefix, hosts in origins.items()}
     out: dict[str, list[NextHop]] = {}
-    for m, link_cost in adj.get(me, {}).items():
-        if m == me:
-            continue
-        dist = dijkstra(adj, m, removed=me)
+    for m, (link_cost, dist) in distances.items():
         for prefix, hosts in hosts_of.items():
             best: int | None = None
             at: list[str] = []
@@ -84,3 +86,13 @@ def multipath(adj: Graph, me: str, origins: Mapping[str, Iterable[str]]) -> dict
     for hops in out.values():
         hops.sort(key=lambda h: (h.cost, h.via))
     return out
+
+
+def multipath(adj: Graph, me: str, origins: Mapping[str, Iterable[str]]) -> dict[str, list[NextHop]]:
+    """The next hops at ``me`` for every prefix in ``origins`` (prefix -> the
+    nodes originating it), cheapest first (ties: neighbour name).
+
+    A prefix only ``me`` originates gets none; neither does one no origin of
+    which is reachable.  Cost: one Dijkstra per neighbour of ``me``.
+    """
+    return next_hops(neighbor_distances(adj, me), me, origins)

@@ -52,9 +52,13 @@ Rules (the methods cite them):
 7. **Ageing.** A record not refreshed within its lifetime is dropped.
 8. **Routes.** An edge u->v (u's cost) exists when u's record lists v and
    v's record lists u: both ends hear each other.  Next hops are those of
-   `icnd.core.routing.paths.multipath`, recomputed at most once per
-   ``hold_down`` after a change; prefixes whose next hops changed are
-   output as `RouteUpdate`s (empty: remove).
+   `icnd.core.routing.paths.multipath`: after a change of the graph (a
+   record with other adjacencies, a new or expired origin) recomputed at
+   most once per ``hold_down``; after a change of announcements alone at
+   once, on the per-neighbour distances kept from the last computation (no
+   Dijkstra), so a node routes a new prefix before it notifies it onward.
+   Prefixes whose next hops changed are output as `RouteUpdate`s (empty:
+   remove).
 9. **Budget.** Each face gets at most ``max_requests_per_s`` (400)
    routing Interests answered or acted on per second, well above what a
    paced neighbour sends (two per ``pace`` plus its hellos); the rest are
@@ -82,7 +86,7 @@ from icnd.core.routing.lsdb import (
     encode_record,
     record_name,
 )
-from icnd.core.routing.paths import multipath
+from icnd.core.routing.paths import Distances, neighbor_distances, next_hops
 from icnd.errors import DecodeError, Error
 from icnd.name import T_VERSION, Name, decode_nonneg, generic
 from icnd.packet import Data, Interest
@@ -168,7 +172,8 @@ class Neighbor:
 COUNTERS = (
     "hellos_out", "hellos_in", "syncs_out", "syncs_in", "fetches_out", "fetches_in", "records_in",
     "records_stored", "records_stale", "records_malformed", "records_refused", "records_over_bounds",
-    "records_no_room", "records_expired", "originated", "route_computations", "messages_malformed",
+    "records_no_room", "records_expired", "originated", "route_computations", "route_updates_light",
+    "messages_malformed",
     "messages_rate_limited", "messages_not_neighbor", "bytes_out", "messages_out",
 )
 
@@ -197,8 +202,10 @@ class Router:
         self._originated_at = -_INF
         self._load_originated_at = -_INF
         self._originate_at: float = now  # the first record goes out at once
-        self._compute_at: float = _INF
+        self._compute_at: float = _INF  # a full computation (the graph changed), held down
         self._computed_at = -_INF
+        self._prefixes_changed = False  # only announcements changed: recompute at once, no Dijkstra
+        self._distances: Distances | None = None  # per neighbour, for the graph last computed
         self._hello_at = now
         self._budget: dict[int, tuple[float, int]] = {}  # face -> (window start, requests in it)
         self._own_adjacencies: tuple[Adjacency, ...] = ()
@@ -349,7 +356,7 @@ class Router:
             for origin in self.lsdb.expired(now):  # Rule 7
                 self.lsdb.remove(origin)
                 self.counters["records_expired"] += 1
-                self._routes_changed(now)
+                self._routes_changed(now, True)
             if now >= self._originated_at + cfg.refresh:
                 self._originate_at = now
         self._flush(now, out)
@@ -406,8 +413,14 @@ class Router:
     def _adjacency_changed(self, now: float) -> None:
         self._originate_at = min(self._originate_at, now)
 
-    def _routes_changed(self, now: float) -> None:
-        if self._compute_at == _INF:
+    def _routes_changed(self, now: float, topology: bool) -> None:
+        """Rule 8: a changed graph is computed a hold-down after the last
+        computation; changed announcements alone at once (on the distances
+        kept from it), so a new prefix is routed at a node before the node
+        notifies it onward, and no hop learns of it before the hop behind."""
+        if not topology:
+            self._prefixes_changed = True
+        elif self._compute_at == _INF:
             self._compute_at = max(now, self._computed_at + self.config.hold_down)
 
     def _on_sync(self, nb: Neighbor, params: Any, now: float, out: list[Action]) -> None:  # Rules 3, 5
@@ -530,14 +543,16 @@ class Router:
     def _store(self, state: LinkState, wire: bytes, now: float, from_face: int | None) -> None:
         """Keep a record, and notify it to the other neighbours (Rule 3)."""
         lifetime = _INF if state.origin == self.me else min(state.lifetime, 7 * 86400.0)
-        self.lsdb.put(StoredRecord(state, wire, now, now + lifetime))
+        old = self.lsdb.get(state.origin)
+        record = StoredRecord(state, wire, now, now + lifetime)
+        self.lsdb.put(record)
         self.counters["records_stored"] += 1
         for nb in self.neighbors.values():
             if nb.face != from_face and nb.up:
                 nb.notify[state.origin] = state.version
             if nb.wanted.get(state.origin, _INF) <= state.version:
                 del nb.wanted[state.origin]
-        self._routes_changed(now)
+        self._routes_changed(now, old is None or old.neighbors != record.neighbors)
 
     def _originate(self, now: float) -> None:  # Rule 2
         cfg = self.config
@@ -561,7 +576,7 @@ class Router:
         """What every entry point ends with: originate, compute, notify and fetch when due."""
         if now >= self._originate_at:
             self._originate(now)
-        if now >= self._compute_at:
+        if now >= self._compute_at or self._prefixes_changed:
             self._compute(now, out)
         pace = self.config.pace
         for nb in self.neighbors.values():
@@ -584,25 +599,32 @@ class Router:
                 out.append(self._transmit(nb.face, interest))
 
     def _compute(self, now: float, out: list[Action]) -> None:  # Rule 8
-        self._compute_at = _INF
-        self._computed_at = now
-        self.counters["route_computations"] += 1
-        listed: dict[str, dict[str, int]] = {}
+        self._prefixes_changed = False
+        full = now >= self._compute_at or self._distances is None
+        if full:
+            self._compute_at = _INF
+            self._computed_at = now
+            self.counters["route_computations"] += 1
+        else:
+            self.counters["route_updates_light"] += 1
         origins: dict[str, list[str]] = {}
         attrs: dict[tuple[str, str], tuple[int | None, int | None]] = {}
         for record in self.lsdb:
             state = record.state
-            listed[state.origin] = record.neighbors
             for p in state.prefixes:
                 origins.setdefault(p.prefix, []).append(state.origin)
                 attrs[(p.prefix, state.origin)] = (p.capacity, p.load)
-        adj = {u: {v: c for v, c in nbrs.items() if u in listed.get(v, ())} for u, nbrs in listed.items()}
+        if full:
+            listed = {r.state.origin: r.neighbors for r in self.lsdb}
+            adj = {u: {v: c for v, c in nbrs.items() if u in listed.get(v, ())} for u, nbrs in listed.items()}
+            self._distances = neighbor_distances(adj, self.me)
+        assert self._distances is not None
         faces: dict[str, tuple[int, int]] = {}  # neighbour name -> (cost, face) of its cheapest up face
         for nb in self.neighbors.values():
             if nb.up and nb.name is not None and (nb.name not in faces or (nb.cost, nb.face) < faces[nb.name]):
                 faces[nb.name] = (nb.cost, nb.face)
         new: dict[str, tuple[Hop, ...]] = {}
-        for prefix, nexthops in multipath(adj, self.me, origins).items():
+        for prefix, nexthops in next_hops(self._distances, self.me, origins).items():
             hops = []
             for nh in nexthops:
                 face = faces.get(nh.via)
