@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-adversarial demo bench bench-deps clean
+.PHONY: test chromium test-adversarial demo docs bench bench-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,18 +15,51 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 # Types (mypy, [tool.mypy]) and the layering (import-linter, [tool.importlinter]) are
 # checked before the tests run; either failing fails `make test`.
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
+
+# Debian's chromium for the status page's browser test (tests/integration/test_status_page_browser.py):
+# installed only as root and only if missing; never fatal (the test then skips, saying why).
+# ICND_NO_CHROMIUM=1 skips the install.
+chromium:
+	@if [ -z "$$ICND_NO_CHROMIUM" ] && [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] \
+	    && command -v apt-get >/dev/null 2>&1; then \
+	  echo "make test: installing chromium for the status page's browser test (ICND_NO_CHROMIUM=1 skips)"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	    || echo "make test: installing chromium failed: the browser test will be skipped" >&2; \
+	fi
 
 # The attacks of issue 15 at full size against a real daemon (tests/adversarial/test_fullsize.py, marker
 # `fullsize`; minutes, not seconds): each prints a `FULLSIZE {...}` line with its figures.
 test-adversarial: $(STAMP)
 	$(BIN)/python -m pytest -q -s -p no:cacheprovider -m fullsize tests/adversarial/test_fullsize.py
 
-demo: $(STAMP)
+# The demo needs the package alone (no test extras): its own stamp, installed quietly.
+DEMO_STAMP := $(VENV)/.installed-demo
+
+$(DEMO_STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	$(BIN)/python -m icnd.demo
+
+# The API reference, generated from the docstrings by pdoc (the `docs` extra) into build/api
+# (not committed): open build/api/index.html.  tests/test_api_docs.py renders API_MODULES too.
+DOCS_STAMP := $(VENV)/.installed-docs
+API_MODULES := icnd icnd.client icnd.topology icnd.trust icnd.security icnd.errors icnd.name \
+	icnd.packet icnd.codec icnd.compute.registry icnd.reduction.consumer
+
+$(DOCS_STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	rm -rf build/api
+	$(BIN)/python -m pdoc --output-directory build/api $(API_MODULES)
+	@echo "API reference: build/api/index.html"
 
 # The MPI baseline of bench/reduce.py: Open MPI from Debian (only as root, only
 # if mpirun is missing), then mpi4py into the venv.  Never fatal: without them

@@ -21,12 +21,17 @@ and a consumer process talking through that one daemon:
 Each consumer warms up (``--warmup`` s), then counts completed exchanges for
 ``--duration`` s (default 5) and prints one JSON line; timeouts and Nacks are
 counted, not retried.  The daemon's CPU time over the measured span comes
-from /proc (``node_cpu``: share of one core).  Output: progress on stderr, a
-small table on stdout, then one JSON line per case::
+from /proc (``node_cpu``: share of one core), and from it the daemon's CPU
+time per exchange (``node_cpu_us_per_exchange`` = node_cpu x duration /
+exchanges, in microseconds): what one exchange costs the node, whatever rate
+the applications manage.  Output: progress on stderr, a small table on
+stdout, then one JSON line per case::
 
-    {"bench": "ndn", "case": "native", "value": ..., "unit": "exchanges/s", ...}
+    {"bench": "ndn", "case": "native", "value": ..., "unit": "exchanges/s", ...,
+     "node_cpu_us_per_exchange": ...}
     {"bench": "ndn", "case": "python-ndn", "value": ..., "unit": "exchanges/s",
-     "baseline": <native>, "ratio": <python-ndn / native>, ...}
+     "baseline": <native>, "ratio": <python-ndn / native>, ...,
+     "node_cpu_us_per_exchange": ..., "node_cpu_ratio": <python-ndn / native CPU per exchange>}
 
 A run takes about 20 s (under 60 s with the defaults).  python-ndn must be
 installed (``pip install .[test]``); without it the python-ndn case reports
@@ -231,8 +236,12 @@ def run_case(name: str, daemon: C.Daemon, workdir: str, opts: argparse.Namespace
         C.stop(producer)
     result["rate"] = result["exchanges"] / result["seconds"] if result["seconds"] > 0 else 0.0
     result["node_cpu"] = (cpu1 - cpu0) / (t1 - t0) if t1 > t0 else float("nan")
+    # the daemon's CPU time per completed exchange (its CPU share over the measured span)
+    result["cpu_us"] = (result["node_cpu"] * result["seconds"] / result["exchanges"] * 1e6
+                        if result["exchanges"] else float("nan"))
     C.log(f"{name}: {result['rate']:,.0f} exchanges/s ({result['exchanges']} in {result['seconds']:.2f}s, "
-          f"{result['timeouts']} timeouts, {result['nacks']} nacks, node cpu {result['node_cpu']:.0%})", quiet)
+          f"{result['timeouts']} timeouts, {result['nacks']} nacks, node cpu {result['node_cpu']:.0%}, "
+          f"{result['cpu_us']:.1f} us per exchange)", quiet)
     return result
 
 
@@ -268,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         daemon.stop()
 
     base = results.get("native", {}).get("rate")
+    base_cpu = results.get("native", {}).get("cpu_us")
     lines = []
     for case in ("native", "python-ndn"):
         if case in errors:
@@ -278,17 +288,23 @@ def main(argv: list[str] | None = None) -> int:
         if case != "native" and base:
             line.update(baseline=round(base), ratio=round(r["rate"] / base, 3))
         line.update(window=opts.window, content_bytes=CONTENT_SIZE, duration_s=round(r["seconds"], 2),
-                    timeouts=r["timeouts"], nacks=r["nacks"], node_cpu=round(r["node_cpu"], 2))
+                    timeouts=r["timeouts"], nacks=r["nacks"], node_cpu=round(r["node_cpu"], 2),
+                    node_cpu_us_per_exchange=round(r["cpu_us"], 1))
+        if case != "native" and base_cpu:
+            line.update(node_cpu_ratio=round(r["cpu_us"] / base_cpu, 2))
         lines.append(line)
     if not quiet:
         print()
-        print(f"{'case':<12} {'exchanges/s':>12} {'ratio':>6} {'node cpu':>9} {'timeouts':>9}")
+        print(f"{'case':<12} {'exchanges/s':>12} {'ratio':>6} {'node cpu':>9} {'us/exch':>8} {'cpu ratio':>9} "
+              f"{'timeouts':>9}")
         for line in lines:
             if line.get("value") is None:
                 print(f"{line['case']:<12} {'FAILED':>12}  {line.get('error')}")
                 continue
             ratio = f"{line['ratio']:.2f}" if "ratio" in line else "-"
-            print(f"{line['case']:<12} {line['value']:>12,} {ratio:>6} {line['node_cpu']:>9.0%} {line['timeouts']:>9}")
+            cpu_ratio = f"{line['node_cpu_ratio']:.2f}" if "node_cpu_ratio" in line else "-"
+            print(f"{line['case']:<12} {line['value']:>12,} {ratio:>6} {line['node_cpu']:>9.0%} "
+                  f"{line['node_cpu_us_per_exchange']:>8.1f} {cpu_ratio:>9} {line['timeouts']:>9}")
         print(f"window {opts.window}, {CONTENT_SIZE}-byte content, one daemon on a Unix socket; "
               f"{time.monotonic() - t_start:.0f}s")
         print()

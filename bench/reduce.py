@@ -16,10 +16,12 @@ rounds, caches or memory), started with ``icnd.topology.launch`` (one
 aggregator node ``agg1``, the rest to ``agg2``, both linked to ``root``;
 ``--layout star``: every member linked to one ``hub``.  Links use
 ``--link-transport`` (tcp by default, udp with hop-by-hop fragmentation
-otherwise).  Group ``bench`` = the member nodes; where each segment's
-aggregation starts is icnd's default (the group's rendezvous nodes: the
-members' nodes, segment s at member s mod N) unless ``--rendezvous`` names
-nodes (e.g. ``root``, or ``agg1,agg2``).  This process holds one
+otherwise).  Group ``bench`` = the member nodes; every segment's
+aggregation starts at the centre of the layout, ``root`` (``hub`` for the
+star): the fewest hops from every member (since issue #18; it halves the
+hops of a small allreduce against icnd's default of spreading segments over
+the members' own nodes, which ``--rendezvous members`` restores; or name
+nodes, e.g. ``agg1,agg2``).  This process holds one
 `icnd.Client` per member node, all on one trio loop, and per repetition a
 fresh round number:
 
@@ -59,10 +61,56 @@ reported, with how to install it, and gives no ratio.  With 2 cores, 4 and 8
 members are oversubscribed on both sides (MPI: ``--oversubscribe
 --bind-to none``; icnd: N + 3 daemons and this process, unpinned).
 
+What MPI cannot do (``--extra``, default all in the full run, none with
+``--quick``; ``--extra-only``: just these, no matrix, no MPI launch): icnd
+only, each against fresh daemons, float32 SUM of 1 MiB per member, checked
+element by element; their JSON lines carry ``"baseline": null`` and a
+``note`` saying why MPI has none, no ratio, and ``other_cpu`` /
+``contended`` as above (over the whole case).
+
+- ``member-dies-1MiB-8``: the ``--layout`` of 8 members above, rendezvous
+  ``root`` (``hub`` with ``--layout star``; ``--rendezvous`` overrides),
+  group ``deadline_ms`` 2000.  Per repetition (at most 3) the survivors
+  w1..w7 each contribute and then call ``reduce(partial=True)`` (the
+  client's ``allreduce`` has no partial flag); once all seven have
+  contributed, w8's node is SIGKILLed (``Network.kill``) before it
+  contributes, and restarted after the rep.  Every survivor must get
+  ``complete=False``, contributors w1..w7 and the sum of their arrays.
+  ``value``: from the start of the round to the last survivor's result
+  (``after_kill_s``: from the kill); ``within_limit``: every rep within
+  deadline + 1 s (``limit_s``); ``agg_partials``: the partials the nodes
+  produced.  (MPI: the job aborts or hangs.)
+- ``late-consumer-1MiB-8``: after a complete allreduce on the same layout
+  and rendezvous, a ninth client, on ``root`` (``hub`` with ``--layout
+  star``; not a member), fetches the finished aggregate by name
+  (``reduce`` of the same round), checked; ``value``: the median over
+  max(``--reps``, 10) fetches after one untimed first fetch (``first_s``);
+  target 2 ms (``met``).  ``from_cache``: no node's ``agg_roots`` moved
+  (nothing recomputed) and that node's ``cs_hits`` moved by at least one
+  per fetch (``agg_roots_delta``, ``cs_hits_delta``).  (MPI keeps no
+  result by name for a process outside the job.)
+- ``incast-{star,tree}-1MiB-32`` (both layouts whatever ``--layout``):
+  32 members into one rendezvous, ``star`` (every member linked to
+  ``hub``, the rendezvous: 33 daemons) and ``tree`` (4 aggregators of 8
+  members under ``root``, the rendezvous: 37 daemons); warm-up, then at
+  most 3 timed allreduce rounds.  ``value``: the bytes the
+  rendezvous received on its links during a round (median; the
+  ``in_bytes`` counters of its non-local faces in ``face list``, which
+  count whole packets: headers, signatures and the members' Interests
+  included; ``status --json`` has no byte counters), with ``in_packets`` and
+  the time (``time_s``); ``rendezvous_counters``: how much the rendezvous's
+  ``agg_retransmissions``, ``agg_duplicates``, ``agg_late`` and
+  ``unsolicited_data`` moved over the timed rounds (a segment received twice
+  shows there).  ``incast-fanin-1MiB-32``: star bytes / tree
+  bytes (``expected``: 8, the members per aggregator), and the star/tree
+  time ratio.  (MPI combines only at its ranks: there is no network node
+  that could aggregate, so no baseline.)
+
 Output: progress on stderr; on stdout a table, then one JSON line per case
 (``--json-only``: only the JSON lines).  Exit status 1 if an icnd case
 failed or icnd has no reduction API.  Runtime: ``--quick`` ~10 s, the full
-matrix ~4 min (mostly the 64 MiB cases; the MPI side ~40 s).
+matrix ~4 min (mostly the 64 MiB cases; the MPI side ~40 s), plus ~1.5 min
+for the ``--extra`` cases.
 """
 
 from __future__ import annotations
@@ -284,13 +332,21 @@ def icnd_unavailable() -> str | None:
     return None
 
 
-def layout_nodes(members: int, layout: str) -> tuple[list[str], dict[str, list[str]]]:
-    """(member nodes, aggregator node -> its neighbours) of a layout."""
+def layout_nodes(members: int, layout: str, branches: int = 2) -> tuple[list[str], dict[str, list[str]]]:
+    """(member nodes, aggregator node -> its neighbours) of a layout; a tree has
+    `branches` aggregators ``agg1..aggK`` (members split in order, the first ones
+    one larger) under ``root``."""
     workers = [f"w{i}" for i in range(1, members + 1)]
     if layout == "star":
         return workers, {"hub": workers}
-    half = (members + 1) // 2
-    return workers, {"agg1": workers[:half], "agg2": workers[half:], "root": ["agg1", "agg2"]}
+    per, rest = divmod(members, branches)
+    aggs: dict[str, list[str]] = {}
+    start = 0
+    for k in range(branches):
+        end = start + per + (1 if k < rest else 0)
+        aggs[f"agg{k + 1}"] = workers[start:end]
+        start = end
+    return workers, {**aggs, "root": list(aggs)}
 
 
 def describe_layout(members: int, opts: Any) -> str:
@@ -301,20 +357,27 @@ def describe_layout(members: int, opts: Any) -> str:
             f"{opts.link_transport} links; group {GROUP} = {workers[0]}..{workers[-1]}, rendezvous {rendezvous})")
 
 
-def topology(members: int, opts: Any) -> Any:
-    """The TopologySpec of `opts.layout` (see `layout_nodes`) for `members` members."""
+def topology(members: int, opts: Any, *, layout: str | None = None, branches: int = 2,
+             rendezvous: list[str] | None = None, deadline_ms: int | None = None) -> Any:
+    """The TopologySpec of `layout` (default `opts.layout`; see `layout_nodes`) for
+    `members` members; the group's rendezvous `rendezvous` (default `opts.rendezvous`)
+    and, if given, its `deadline_ms`."""
     from icnd.topology import parse
 
-    workers, aggs = layout_nodes(members, opts.layout)
+    layout = layout or opts.layout
+    rendezvous = rendezvous if rendezvous is not None else opts.rendezvous
+    workers, aggs = layout_nodes(members, layout, branches)
     links = [{"ends": [a, n], "transport": opts.link_transport} for a, neighbours in aggs.items() for n in neighbours]
     group: dict[str, Any] = {"members": workers}
-    if opts.rendezvous:
-        group["rendezvous"] = opts.rendezvous
+    if rendezvous:
+        group["rendezvous"] = rendezvous
+    if deadline_ms is not None:
+        group["deadline_ms"] = deadline_ms
     return parse({
         "nodes": {name: {} for name in [*workers, *aggs]},
         "links": links,
         "groups": {GROUP: group},
-    }, source=f"bench/reduce.py {opts.layout}-{members}")
+    }, source=f"bench/reduce.py {layout}-{members}")
 
 
 class CheckFailed(Exception):
@@ -514,6 +577,301 @@ def icnd_side(opts: Any) -> dict[Key, Timing]:
     return results
 
 
+# --- what MPI cannot do ------------------------------------------------------------------------------
+
+
+MPI_CANNOT = {  # case family -> why it has no MPI baseline
+    "member-dies": "MPI aborts or hangs the job when a rank dies: no partial result",
+    "late-consumer": "MPI keeps no result by name: a process outside the job cannot fetch it",
+    "incast": "MPI combines only at its ranks: no network node aggregates, so no baseline",
+}
+DIES_MEMBERS = 8
+DIES_DEADLINE_MS = 2000  # the group's deadline_ms: the longest an aggregation waits for a straggler
+DIES_MAX_REPS = 3  # each rep kills and restarts a daemon
+DIES_REDUCE_TIMEOUT = 10.0  # s, each survivor's reduce(partial=True): well past the deadline, so the deadline decides
+LATE_MEMBERS = 8
+LATE_TARGET_S = 0.002
+LATE_MIN_REPS = 10
+INCAST_MEMBERS = 32
+INCAST_BRANCHES = 4  # tree: 4 aggregators of 8 members each under root
+INCAST_REPS = 3
+INCAST_READY_TIMEOUT = 300.0  # s: 33 or 37 daemons starting and converging on 2 cores
+EXTRA_BYTES = MiB
+INCAST_COUNTERS = ("agg_retransmissions", "agg_duplicates", "agg_late", "unsolicited_data")  # why bytes repeat
+
+
+def late_node(opts: Any) -> str:
+    """Where the late consumer (no member) attaches: root, or hub with ``--layout star``."""
+    return "hub" if opts.layout == "star" else "root"
+
+
+def extra_rendezvous(opts: Any) -> list[str]:
+    """The rendezvous of the member-dies and late-consumer cases: `--rendezvous`, else root
+    (``hub`` with ``--layout star``): a node that is not a member, so killing a member never
+    kills a segment's rendezvous."""
+    return opts.rendezvous or (["hub"] if opts.layout == "star" else ["root"])
+
+
+async def counters_of(net: Any, nodes: list[str]) -> dict[str, dict[str, int]]:
+    """Every node's status counters."""
+    return {n: (await net.status(n))["counters"] for n in nodes}
+
+
+async def faces_in(client: Any) -> tuple[int, int]:
+    """(bytes, packets) a node received on its non-local faces (its links), from ``face list``."""
+    faces = await client.command("face", "list")
+    remote = [f["counters"] for f in faces if not f.get("local")]
+    return sum(c.get("in_bytes", 0) for c in remote), sum(c.get("in_packets", 0) for c in remote)
+
+
+def check_partial(what: str, res: Any, contributors: list[str], expected: np.ndarray) -> None:
+    """CheckFailed unless `res` is a flagged partial of exactly `contributors` whose sum is `expected`."""
+    got = list(getattr(res, "contributors", None) or [])
+    if getattr(res, "complete", None) is not False or got != contributors:
+        raise CheckFailed(f"{what}: expected a partial (complete=False) of {','.join(contributors)}, got "
+                          f"complete={getattr(res, 'complete', None)!r} with {','.join(map(str, got)) or 'none'}")
+    check_array(what, getattr(res, "array", None), expected)
+
+
+async def member_dies_case(opts: Any) -> dict[str, Any]:
+    """`DIES_MEMBERS` members, 1 MiB each, group deadline `DIES_DEADLINE_MS`: per rep, the
+    survivors contribute then ask ``reduce(partial=True)`` (allreduce with partials: the client's
+    allreduce has no partial flag); once all of them have contributed, the last member's node is
+    SIGKILLed before it contributes; time = from the start until the last survivor has its
+    flagged partial.  The node is restarted between reps."""
+    import trio
+    from icnd.topology import launch
+
+    members = DIES_MEMBERS
+    spec = topology(members, opts, rendezvous=extra_rendezvous(opts), deadline_ms=DIES_DEADLINE_MS)
+    workers, _ = layout_nodes(members, opts.layout)
+    victim, survivors = workers[-1], workers[:-1]
+    n = EXTRA_BYTES // 4
+    arrays = [np.full(n, i + 1, dtype=np.float32) for i in range(members)]
+    full = np.full(n, members * (members + 1) / 2, dtype=np.float32)
+    part = np.full(n, len(survivors) * (len(survivors) + 1) / 2, dtype=np.float32)
+    reps = min(opts.reps, DIES_MAX_REPS)
+    samples: list[float] = []
+    after_kill: list[float] = []
+    async with launch(spec, log_level="warning") as net:
+        clients = [await net.connect(w) for w in workers]
+        cpu = CpuMeter({name: net[name].pid for name in spec.nodes}, workers)
+        bench = IcndBench(clients, cpu, opts.timeout)
+        cpu.begin()
+        await bench.allreduce(arrays, full, timed=False)  # warm-up: a complete round, checked
+        partials0 = sum(c.get("agg_partials", 0) for c in (await counters_of(net, list(spec.nodes))).values())
+        for _ in range(reps):
+            r = next(bench.rounds)
+            results: list[Any] = [None] * len(survivors)
+            done = [0.0] * len(survivors)
+            contributed = trio.Event()
+            left = [len(survivors)]
+            killed = [0.0]
+
+            async def survivor(i: int) -> None:
+                await clients[i].contribute(GROUP, round=r, array=arrays[i], timeout=opts.timeout)
+                left[0] -= 1
+                if not left[0]:
+                    contributed.set()
+                results[i] = await clients[i].reduce(GROUP, round=r, op="sum", partial=True,
+                                                     timeout=DIES_REDUCE_TIMEOUT)
+                done[i] = time.perf_counter()
+
+            async def kill() -> None:
+                await contributed.wait()
+                killed[0] = time.perf_counter()
+                await net.kill(victim)
+
+            with trio.fail_after(opts.timeout + DIES_REDUCE_TIMEOUT + 10):
+                t0 = time.perf_counter()
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(kill)
+                    for i in range(len(survivors)):
+                        nursery.start_soon(survivor, i)
+            samples.append(max(done) - t0)
+            after_kill.append(max(done) - killed[0])
+            for i, res in enumerate(results):
+                check_partial(f"round {r}: {survivors[i]}'s reduce(partial=True)", res, survivors, part)
+            await net.restart(victim)
+            clients[-1] = await net.connect(victim)
+        partials = sum(c.get("agg_partials", 0) for c in (await counters_of(net, list(spec.nodes))).values())
+        other, _window = cpu.other_cpu()  # w8's restarted daemon not counted as ours: an upper bound
+    limit = DIES_DEADLINE_MS / 1000 + 1.0
+    t = Timing.of(samples)
+    return {"value": _r(t.median), "unit": "s", "min_s": _r(t.lo), "max_s": _r(t.hi), "reps": t.reps,
+            "after_kill_s": _r(statistics.median(after_kill)), "members": members, "bytes": EXTRA_BYTES,
+            "killed": victim, "contributors": survivors, "complete": False, "values_checked": True,
+            "deadline_ms": DIES_DEADLINE_MS, "limit_s": limit, "within_limit": max(samples) <= limit,
+            "agg_partials": partials - partials0, "reduce_timeout_s": DIES_REDUCE_TIMEOUT,
+            "rendezvous": extra_rendezvous(opts), "other_cpu": other}
+
+
+async def late_consumer_case(opts: Any) -> dict[str, Any]:
+    """A complete allreduce of 1 MiB x `LATE_MEMBERS`, then a client on `late_node` (no
+    member) fetches the same aggregate by name with ``reduce``; time per fetch, and
+    whether it came from a cache: that node's ``cs_hits`` moved, no node's ``agg_roots``."""
+    node = late_node(opts)
+    from icnd.topology import launch
+
+    members = LATE_MEMBERS
+    spec = topology(members, opts, rendezvous=extra_rendezvous(opts))
+    workers, _ = layout_nodes(members, opts.layout)
+    n = EXTRA_BYTES // 4
+    arrays = [np.full(n, i + 1, dtype=np.float32) for i in range(members)]
+    expected = np.full(n, members * (members + 1) / 2, dtype=np.float32)
+    reps = max(opts.reps, LATE_MIN_REPS)
+    samples: list[float] = []
+    async with launch(spec, log_level="warning") as net:
+        clients = [await net.connect(w) for w in workers]
+        cpu = CpuMeter({name: net[name].pid for name in spec.nodes}, workers)
+        bench = IcndBench(clients, cpu, opts.timeout)
+        cpu.begin()
+        await bench.allreduce(arrays, expected, timed=False)
+        r = next(bench.rounds) - 1  # the round just finished
+        late = await net.connect(node)
+        before = await counters_of(net, list(spec.nodes))
+        for k in range(reps + 1):  # the first fetch (the client's first look at the group) untimed
+            t0 = time.perf_counter()
+            res = await late.reduce(GROUP, round=r, op="sum", timeout=opts.timeout)
+            elapsed = time.perf_counter() - t0
+            if k == 0:
+                first = elapsed
+            else:
+                samples.append(elapsed)
+            n_contrib = contributor_count(res)
+            if not getattr(res, "complete", False) or n_contrib != members:
+                raise CheckFailed(f"round {r}: the late consumer got complete={getattr(res, 'complete', None)!r} "
+                                  f"with {n_contrib} contributors, expected complete with {members}")
+            check_array(f"round {r}: the late consumer's reduce", getattr(res, "array", None), expected)
+        after = await counters_of(net, list(spec.nodes))
+        other, _window = cpu.other_cpu()
+    roots = sum(after[x].get("agg_roots", 0) - before[x].get("agg_roots", 0) for x in after)
+    hits = after[node].get("cs_hits", 0) - before[node].get("cs_hits", 0)
+    median = statistics.median(samples)
+    return {"value": _r(median), "unit": "s", "min_s": _r(min(samples)), "max_s": _r(max(samples)),
+            "reps": len(samples), "first_s": _r(first), "members": members, "bytes": EXTRA_BYTES, "node": node,
+            "target_s": LATE_TARGET_S, "met": median <= LATE_TARGET_S,
+            "cs_hits_delta": hits, "agg_roots_delta": roots, "from_cache": roots == 0 and hits >= reps + 1,
+            "rendezvous": extra_rendezvous(opts), "other_cpu": other}
+
+
+async def incast_layout(opts: Any, layout: str) -> dict[str, Any]:
+    """`INCAST_MEMBERS` members x 1 MiB into one rendezvous (star: the hub; tree: root over
+    `INCAST_BRANCHES` aggregators): per timed allreduce round, the bytes and packets the
+    rendezvous received on its links (``face list`` in_bytes/in_packets) and the time."""
+    from icnd.topology import launch
+
+    members = INCAST_MEMBERS
+    rz = "hub" if layout == "star" else "root"
+    spec = topology(members, opts, layout=layout, branches=INCAST_BRANCHES, rendezvous=[rz])
+    workers, aggs = layout_nodes(members, layout, INCAST_BRANCHES)
+    n = EXTRA_BYTES // 4
+    arrays = [np.full(n, i + 1, dtype=np.float32) for i in range(members)]
+    expected = np.full(n, members * (members + 1) / 2, dtype=np.float32)
+    reps = min(opts.reps, INCAST_REPS)
+    samples: list[float] = []
+    in_bytes: list[int] = []
+    in_packets: list[int] = []
+    async with launch(spec, log_level="warning", ready_timeout=INCAST_READY_TIMEOUT) as net:
+        clients = [await net.connect(w) for w in workers]
+        hub = await net.connect(rz)
+        pids = {name: net[name].pid for name in spec.nodes}
+        cpu = CpuMeter(pids, workers)
+        bench = IcndBench(clients, cpu, opts.timeout)
+        cpu.begin()
+        await bench.allreduce(arrays, expected, timed=False)
+        c0 = (await hub.status())["counters"]
+        for _ in range(reps):
+            b0, p0 = await faces_in(hub)
+            elapsed, _ = await bench.allreduce(arrays, expected, timed=True)
+            b1, p1 = await faces_in(hub)
+            samples.append(elapsed)
+            in_bytes.append(b1 - b0)
+            in_packets.append(p1 - p0)
+        c1 = (await hub.status())["counters"]
+        other, _window = cpu.other_cpu()
+    t = Timing.of(samples)
+    return {"value": int(statistics.median(in_bytes)), "unit": "B", "bytes_min": min(in_bytes),
+            "bytes_max": max(in_bytes), "in_packets": int(statistics.median(in_packets)),
+            "time_s": _r(t.median), "time_min_s": _r(t.lo), "time_max_s": _r(t.hi), "reps": t.reps,
+            "members": members, "bytes": EXTRA_BYTES, "layout": layout, "rendezvous": [rz],
+            "daemons": len(workers) + len(aggs), "cpu_s_per_op": cpu.per_op(len(samples)), "other_cpu": other,
+            "rendezvous_counters": {k: c1.get(k, 0) - c0.get(k, 0) for k in INCAST_COUNTERS},
+            "counted": "in_bytes of the rendezvous node's non-local faces (face list), whole packets on the wire"}
+
+
+EXTRAS = ("member-dies", "late-consumer", "incast")
+
+
+def extra_side(opts: Any) -> tuple[list[dict], list[str]]:
+    """The cases MPI cannot run (`opts.extra`): one JSON line and one table row each."""
+    import trio
+
+    lines: list[dict] = []
+    rows: list[str] = []
+
+    def line(case: str, body: dict[str, Any] | None, error: str | None) -> dict[str, Any]:
+        rec: dict[str, Any] = {"bench": "reduce", "case": case, "value": None, "unit": None}
+        rec.update(body or {})
+        if error:
+            rec["error"] = error
+        family = next(f for f in EXTRAS if case.startswith(f))
+        rec.update({"link_transport": opts.link_transport, "baseline": None, "baseline_name": None,
+                    "note": MPI_CANNOT[family]})
+        other = rec.get("other_cpu")
+        rec["contended"] = other is not None and other > CONTENDED
+        lines.append(rec)
+        return rec
+
+    def run(what: str, fn: Callable[..., Awaitable[dict[str, Any]]], *args: Any) -> tuple[dict | None, str | None]:
+        C.log(f"icnd: {what}", opts.quiet)
+        try:
+            return trio.run(fn, opts, *args), None
+        except Exception as exc:
+            error = describe(exc)
+            C.log(f"  FAILED: {error}", opts.quiet)
+            return None, error
+
+    def row(rec: dict[str, Any], text: Callable[[], str]) -> None:
+        rows.append(f"{rec['case']:<26} " + ("FAILED" if rec.get("error") else text())
+                    + ("  (!)" if rec["contended"] else ""))
+
+    size = size_label(EXTRA_BYTES)
+    if "member-dies" in opts.extra:
+        body, error = run(f"member-dies: {DIES_MEMBERS} members, the last killed mid-round, "
+                          f"deadline {DIES_DEADLINE_MS} ms", member_dies_case)
+        rec = line(f"member-dies-{size}-{DIES_MEMBERS}", body, error)
+        row(rec, lambda: f"{fmt_time(rec['value'])} to the last survivor's partial ({len(rec['contributors'])} "
+                         f"contributors; {fmt_time(rec['after_kill_s'])} after the kill; limit deadline + 1 s = "
+                         f"{rec['limit_s']:g} s: {'within' if rec['within_limit'] else 'EXCEEDED'})")
+    if "late-consumer" in opts.extra:
+        body, error = run(f"late-consumer: {LATE_MEMBERS} members, then a client on {late_node(opts)}",
+                          late_consumer_case)
+        rec = line(f"late-consumer-{size}-{LATE_MEMBERS}", body, error)
+        row(rec, lambda: f"{fmt_time(rec['value'])} per fetch by name at {rec['node']} (target "
+                         f"{fmt_time(LATE_TARGET_S)}: {'met' if rec['met'] else 'missed'}; cs_hits "
+                         f"+{rec['cs_hits_delta']}, agg_roots +{rec['agg_roots_delta']}: "
+                         f"{'from cache' if rec['from_cache'] else 'NOT from cache'})")
+    if "incast" in opts.extra:
+        by: dict[str, dict] = {}
+        for layout in ("star", "tree"):
+            body, error = run(f"incast: {INCAST_MEMBERS} members, {layout}", incast_layout, layout)
+            rec = by[layout] = line(f"incast-{layout}-{size}-{INCAST_MEMBERS}", body, error)
+            row(rec, lambda: f"{rec['value'] / MiB:.1f} MiB into {rec['rendezvous'][0]} per round "
+                             f"({rec['in_packets']} packets), {fmt_time(rec['time_s'])}")
+        star, tree = by["star"], by["tree"]
+        measured = not star.get("error") and not tree.get("error") and tree["value"]
+        rec = line(f"incast-fanin-{size}-{INCAST_MEMBERS}",
+                   {"value": _r(star["value"] / tree["value"], 3), "unit": "x",
+                    "time_ratio": _r(star["time_s"] / tree["time_s"], 3)} if measured else {"unit": "x"},
+                   None if measured else "star or tree not measured")
+        rec.update({"members": INCAST_MEMBERS, "bytes": EXTRA_BYTES, "expected": INCAST_MEMBERS // INCAST_BRANCHES,
+                    "contended": star["contended"] or tree["contended"]})
+        row(rec, lambda: f"star bytes / tree bytes = {rec['value']:.2f} (fan-in {rec['expected']}); "
+                         f"star time / tree time = {rec['time_ratio']:.2f}")
+    return lines, rows
+
+
 # --- report ---------------------------------------------------------------------------------------------
 
 
@@ -563,19 +921,31 @@ def _fmt_ratio(r: float | None) -> str:
     return f"{r:.2f}" if r < 100 else f"{r:.0f}"
 
 
-def print_table(opts: Any, rows: list[str], notes: list[str], elapsed: float) -> None:
+def print_table(opts: Any, rows: list[str], extra_rows: list[str], notes: list[str], elapsed: float) -> None:
     print()
-    print(f"{'case':<22} {'icnd':>10} {'mpi-tcp':>10} {'mpi-shm':>10} {'icnd/tcp':>9} {'icnd/shm':>9}")
-    for row in rows:
-        print(row)
-    members = opts.members[0]
-    print(f"icnd: {describe_layout(members, opts)}"
-          + (f" (and likewise for {', '.join(map(str, opts.members[1:]))} members)" if len(opts.members) > 1 else "")
-          + "; all member clients in this process; reduce = contributions first, then w1's reduce timed.")
-    print("MPI: bench/mpi_allreduce.py under mpirun, N ranks (Allreduce, resp. Reduce to rank 0); "
-          "tcp = BTL tcp,self on lo, shm = BTL vader,self. Time = median over "
-          f"{opts.reps} reps (MPI: max over ranks per rep). ratio = icnd / MPI (<= 1: icnd no slower). "
-          f"2 cores: oversubscribed on both sides. python {platform.python_version()}; {elapsed:.0f} s")
+    if rows:
+        print(f"{'case':<22} {'icnd':>10} {'mpi-tcp':>10} {'mpi-shm':>10} {'icnd/tcp':>9} {'icnd/shm':>9}")
+        for row in rows:
+            print(row)
+        members = opts.members[0]
+        print(f"icnd: {describe_layout(members, opts)}"
+              + (f" (and likewise for {', '.join(map(str, opts.members[1:]))} members)"
+                 if len(opts.members) > 1 else "")
+              + "; all member clients in this process; reduce = contributions first, then w1's reduce timed.")
+        print("MPI: bench/mpi_allreduce.py under mpirun, N ranks (Allreduce, resp. Reduce to rank 0); "
+              "tcp = BTL tcp,self on lo, shm = BTL vader,self. Time = median over "
+              f"{opts.reps} reps (MPI: max over ranks per rep). ratio = icnd / MPI (<= 1: icnd no slower). "
+              "2 cores: oversubscribed on both sides.")
+    if extra_rows:
+        if rows:
+            print()
+        print("What MPI cannot do (icnd only, no baseline: a dead rank aborts or hangs an MPI job, "
+              "and MPI keeps no result by name):")
+        for row in extra_rows:
+            print(row)
+        if any(r.endswith("(!)") for r in extra_rows):
+            print("(!): other processes used over a quarter of a core meanwhile (other_cpu in the JSON line)")
+    print(f"python {platform.python_version()}; {elapsed:.0f} s")
     for note in notes:
         print(note)
     print()
@@ -584,7 +954,9 @@ def print_table(opts: Any, rows: list[str], notes: list[str], elapsed: float) ->
 # --- main -------------------------------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The options, lists parsed and defaults resolved (``--quick``, ``--extra``); exits
+    with a usage error (status 2) on a bad value."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
                     help=f"{QUICK_MEMBERS[0]} members, {'+'.join(map(size_label, QUICK_SIZES))}, {QUICK_REPS} reps")
@@ -596,33 +968,59 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--layout", choices=("tree", "star"), default="tree",
                     help="icnd topology: two aggregators under a root (default), or one hub")
     ap.add_argument("--link-transport", choices=("tcp", "udp"), default="tcp", help="icnd links (default tcp)")
-    ap.add_argument("--rendezvous", help="comma-separated nodes where aggregation starts, e.g. root "
-                                         "(default: none set, icnd's default)")
+    ap.add_argument("--rendezvous", help="comma-separated nodes where aggregation starts (default: root, or hub "
+                                         "with --layout star); 'members': icnd's default (the members' nodes)")
     ap.add_argument("--timeout", type=float, default=OP_TIMEOUT, help=f"per icnd operation, s (default {OP_TIMEOUT:g})")
     ap.add_argument("--mpi-transports", default="tcp,shm", help="MPI baselines to run (default tcp,shm)")
     ap.add_argument("--no-mpi", action="store_true", help="skip the MPI baselines (no ratios)")
     ap.add_argument("--no-icnd", action="store_true", help="measure only the MPI baselines")
     ap.add_argument("--json-only", action="store_true", help="print only the JSON lines")
+    ap.add_argument("--extra", help=f"comma-separated cases MPI cannot run, of {', '.join(EXTRAS)}, or all or none "
+                                    "(default all; quick none)")
+    ap.add_argument("--extra-only", action="store_true",
+                    help="only the --extra cases (default all of them): no op/size matrix, no MPI baselines")
     opts = ap.parse_args(argv)
     opts.quiet = opts.json_only
     opts.members = parse_list(opts.members, int) if opts.members else list(QUICK_MEMBERS if opts.quick else MEMBERS)
     opts.sizes = parse_list(opts.sizes, parse_size) if opts.sizes else list(QUICK_SIZES if opts.quick else SIZES)
     opts.ops = parse_list(opts.ops, str.strip)
     opts.reps = opts.reps or (QUICK_REPS if opts.quick else REPS)
-    opts.rendezvous = parse_list(opts.rendezvous, str.strip) if opts.rendezvous else []
+    opts.rendezvous = parse_list(opts.rendezvous, str.strip) if opts.rendezvous else (
+        ["hub"] if opts.layout == "star" else ["root"])
+    if opts.rendezvous == ["members"]:
+        opts.rendezvous = []  # the group sets none: icnd's default
     transports = parse_list(opts.mpi_transports, str.strip)
+    default_extra = "none" if opts.quick and not opts.extra_only else "all"
+    extra = parse_list(opts.extra, str.strip) if opts.extra else [default_extra]
+    opts.extra = [] if extra == ["none"] else list(EXTRAS) if extra == ["all"] else extra
+    if any(e not in EXTRAS for e in opts.extra):
+        ap.error(f"--extra: expected all, none or a comma-separated list of {', '.join(EXTRAS)}, got {','.join(extra)}")
+    if opts.extra_only and not opts.extra:
+        ap.error("--extra-only with --extra none: nothing to run")
+    if opts.extra_only:
+        opts.no_mpi = True
     if (any(m < 1 for m in opts.members) or any(s <= 0 or s % 4 for s in opts.sizes) or opts.reps < 1
             or any(o not in OPS for o in opts.ops) or any(t not in MPI_TRANSPORTS for t in transports)):
         ap.error("members and reps must be >= 1, sizes positive multiples of 4 bytes, "
                  f"ops among {', '.join(OPS)}, MPI transports among {', '.join(MPI_TRANSPORTS)}")
+    return opts
+
+
+def main(argv: list[str] | None = None) -> int:
+    opts = parse_args(argv)
+    transports = parse_list(opts.mpi_transports, str.strip)
     t0 = time.perf_counter()
     notes: list[str] = []
     C.log(f"reduce: members {opts.members}, sizes {[size_label(s) for s in opts.sizes]}, ops {opts.ops}, "
-          f"{opts.reps} reps", opts.quiet)
+          f"{opts.reps} reps" if not opts.extra_only else "reduce: only the cases MPI cannot run", opts.quiet)
+    if opts.extra:
+        C.log(f"reduce: and the cases MPI cannot run: {', '.join(opts.extra)}", opts.quiet)
 
     mpi: dict[str, dict[Key, Timing]] = {}
     mpi_error = "skipped (--no-mpi)" if opts.no_mpi else mpi_unavailable()
-    if mpi_error:
+    if opts.extra_only:
+        pass
+    elif mpi_error:
         notes.append(f"MPI baseline: {mpi_error}")
         C.log(notes[-1], False)
     else:
@@ -641,23 +1039,30 @@ def main(argv: list[str] | None = None) -> int:
 
     icnd: dict[Key, Timing] = {}
     icnd_error = "skipped (--no-icnd)" if opts.no_icnd else icnd_unavailable()
+    extra_lines: list[dict] = []
+    extra_rows: list[str] = []
     if icnd_error:
         notes.append(f"icnd: {icnd_error}")
         C.log(notes[-1], False)
     else:
-        icnd = icnd_side(opts)
+        if not opts.extra_only:
+            icnd = icnd_side(opts)
         failed = sorted({t.error for t in icnd.values() if t.error})
         notes += [f"icnd failed: {e}" for e in failed]
+        if opts.extra:
+            extra_lines, extra_rows = extra_side(opts)
+            notes += [f"icnd failed: {x['case']}: {x['error']}" for x in extra_lines if x.get("error")]
 
-    lines, rows = build_lines(opts, icnd, icnd_error, mpi, mpi_error)
+    lines, rows = build_lines(opts, icnd, icnd_error, mpi, mpi_error) if not opts.extra_only else ([], [])
     if any(line["contended"] for line in lines):
         notes.append(f"(!) other processes used over {CONTENDED:.0%} of a core while measuring the marked cases "
                      "(other_cpu in the JSON line, per side): the numbers are disturbed, run again on a quiet machine")
     if not opts.quiet:
-        print_table(opts, rows, notes, time.perf_counter() - t0)
-    for line in lines:
+        print_table(opts, rows, extra_rows, notes, time.perf_counter() - t0)
+    for line in [*lines, *extra_lines]:
         C.emit_json(line)
-    icnd_failed = not opts.no_icnd and (icnd_error is not None or any(t.error for t in icnd.values()))
+    icnd_failed = not opts.no_icnd and (icnd_error is not None or any(t.error for t in icnd.values())
+                                        or any(x.get("error") for x in extra_lines))
     return 1 if icnd_failed else 0
 
 

@@ -2,7 +2,7 @@
 
 The public façade: names, packets and the codec, the error hierarchy (loaded
 with the package: the vocabulary every part of icnd speaks), and the client,
-`function`, `Reduced` and the blocking `sync` façade, loaded on first use
+`function`, `Reduced`, the blocking `sync` façade and the asyncio `aio` one, loaded on first use
 (PEP 562), so that ``import icnd`` -- and with it every ``import icnd.core...``
 -- stays cheap: no trio, no numpy, no client until an application asks.
 """
@@ -29,18 +29,19 @@ from icnd.name import Component, Name
 from icnd.packet import ContentType, Data, Interest, Nack, NackReason, SigType
 
 if TYPE_CHECKING:
-    from icnd import sync
+    from icnd import aio, sync
     from icnd.client import Client, connect
     from icnd.compute.registry import function
     from icnd.reduction.consumer import Reduced
 
-# name -> the module it lives in (the module itself for `sync`)
+# name -> the module it lives in (the module itself for `sync` and `aio`)
 _LAZY = {
     "Client": "icnd.client",
     "connect": "icnd.client",
     "function": "icnd.compute.registry",
     "Reduced": "icnd.reduction.consumer",
     "sync": "icnd.sync",
+    "aio": "icnd.aio",
 }
 
 
@@ -49,7 +50,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'icnd' has no attribute {name!r}")
     loaded = importlib.import_module(module)
-    value = loaded if name == "sync" else getattr(loaded, name)
+    value = loaded if name in ("sync", "aio") else getattr(loaded, name)
     globals()[name] = value
     return value
 
@@ -63,6 +64,7 @@ __all__ = [
     "connect",
     "function",
     "sync",
+    "aio",
     "Component",
     "ContentType",
     "Data",

@@ -43,6 +43,7 @@ MAX_PARAMS_SIZE = 1024 * 1024
 MAX_SIG_SIZE = 512
 MAX_HINTS = 8
 MAX_DETAIL_LEN = 1024
+LARGE_CONTENT = 64 * 1024  # a Data with more content is encoded by joining its parts (`signed_parts`)
 
 _FLAG_CBP = 1
 _FLAG_MBF = 2
@@ -57,7 +58,10 @@ def encode(packet: Packet) -> bytes:
     if type(packet) is Data:
         wire = packet.wire
         if wire is None:
-            wire = _pack([*_data_fields(packet), packet.sig_value])
+            if len(packet.content) < LARGE_CONTENT:
+                wire = _pack([*_data_fields(packet), packet.sig_value])
+            else:  # one copy of the content (the packer would copy it in, then out again)
+                wire = b"".join((*signed_parts(packet), msgpack.packb(packet.sig_value, use_bin_type=True)))
             object.__setattr__(packet, "wire", wire)
         return wire
     if type(packet) is Interest:
@@ -109,11 +113,23 @@ def _data_fields(d: Data) -> list:
 
 def signed_portion(data: Data) -> bytes:
     """The bytes a Data's signature covers (its encoding minus `sig_value`)."""
+    return b"".join(signed_parts(data))
+
+
+def signed_parts(data: Data) -> tuple[bytes, bytes | memoryview, bytes]:
+    """The signed portion as (head, content, tail), without copying the
+    content: ``head + content + tail == signed_portion(data)``.  Signing and
+    hashing feed the three parts to the hash one after the other, so a large
+    content is read once and never copied to be signed (issue #18)."""
     packer = msgpack.Packer(use_bin_type=True, autoreset=False)
     packer.pack_array_header(10)
-    for f in _data_fields(data):
+    for f in (VERSION, T_DATA, data.name.comps, int(data.content_type), data.freshness_ms, data.final_block_id):
         packer.pack(f)
-    return packer.bytes()
+    content = data.content
+    head = packer.bytes() + _bin_header(len(content))
+    kl = data.key_locator
+    tail = _pack([int(data.sig_type), None if kl is None else kl.comps])[1:]  # the two fields, not the array
+    return head, content, tail
 
 
 def signed_portion_of_wire(data: Data) -> memoryview:
@@ -123,9 +139,22 @@ def signed_portion_of_wire(data: Data) -> memoryview:
     return memoryview(wire)[: len(wire) - tail]
 
 
-def with_signature(data: Data, sig_value: bytes, portion: bytes) -> Data:
-    """Attach `sig_value` to a Data whose signed portion is `portion`."""
-    wire = portion + msgpack.packb(sig_value, use_bin_type=True)
+def _bin_header(n: int) -> bytes:
+    """msgpack's bin 8/16/32 header for `n` bytes (what the packer writes
+    before a bytes object; its Python API has no call for the header alone)."""
+    if n < 0x100:
+        return bytes((0xC4, n))
+    if n < 0x10000:
+        return b"\xc5" + n.to_bytes(2, "big")
+    return b"\xc6" + n.to_bytes(4, "big")
+
+
+def with_signature(data: Data, sig_value: bytes, portion: bytes | tuple[bytes, bytes | memoryview, bytes]) -> Data:
+    """Attach `sig_value` to a Data whose signed portion is `portion` (the
+    bytes, or the parts `signed_parts` gives: the content is copied once,
+    into the encoding)."""
+    parts = (portion,) if isinstance(portion, bytes) else portion
+    wire = b"".join((*parts, msgpack.packb(sig_value, use_bin_type=True)))
     return new_data(data.name, data.content, data.content_type, data.freshness_ms, data.final_block_id,
                     data.sig_type, data.key_locator, sig_value, wire)
 
@@ -163,6 +192,15 @@ def decode(buf: bytes) -> Packet:
     n = len(buf)
     if n > MAX_PACKET_SIZE:
         raise DecodeError(f"packet of {n} bytes exceeds {MAX_PACKET_SIZE}")
+    if n >= LARGE_CONTENT and type(buf) is bytes and buf[1:3] == _DATA_START:
+        fields = _large_data_fields(buf)
+        if fields is not None:
+            try:
+                return _decode_fields(fields, buf)
+            except DecodeError:
+                raise
+            except Exception as exc:
+                raise DecodeError(f"malformed packet: {exc.__class__.__name__}: {exc}") from None
     try:
         obj = _unpackb(
             buf,
@@ -182,6 +220,47 @@ def decode(buf: bytes) -> Packet:
         raise
     except Exception as exc:  # defensive: a field check we did not foresee
         raise DecodeError(f"malformed packet: {exc.__class__.__name__}: {exc}") from None
+
+
+_DATA_START = bytes((VERSION, T_DATA))  # after a Data's array header (fixarray of 10: 0x9a)
+_BIN_LENGTH_BYTES = {0xC4: 1, 0xC5: 2, 0xC6: 4}  # bin 8/16/32: bytes of the length after the marker
+_HEAD_PROBE = 16 * 1024  # a large Data's fields before its content are looked for in this many bytes
+
+
+def _large_data_fields(buf: bytes) -> tuple | None:
+    """The ten fields of a large Data with its content as a read-only view of
+    `buf`, not a copy (issue #18); None if `buf` does not look like one (the
+    general path then decodes it, and refuses it if malformed).  msgpack
+    parses the small fields before and after the content; only the content's
+    bin header is read here (msgpack-python has no call that skips a bin)."""
+    view = memoryview(buf)
+    head = msgpack.Unpacker(use_list=False, raw=False, max_bin_len=_HEAD_PROBE, max_str_len=0,
+                            max_array_len=64, max_map_len=0, max_ext_len=0)
+    head.feed(view[:_HEAD_PROBE])
+    try:
+        if buf[0] != 0x9A or head.read_array_header() != 10:
+            return None
+        first = tuple(head.unpack() for _ in range(6))
+        at = head.tell()
+    except Exception:  # out of data (a long name), or malformed: the general path decides
+        return None
+    size = _BIN_LENGTH_BYTES.get(buf[at]) if at < len(buf) else None
+    if size is None:
+        return None
+    start = at + 1 + size
+    end = start + int.from_bytes(buf[at + 1:start], "big")
+    if end > len(buf):
+        return None
+    tail = msgpack.Unpacker(use_list=False, raw=False, max_bin_len=MAX_SIG_SIZE, max_str_len=0,
+                            max_array_len=64, max_map_len=0, max_ext_len=0)
+    tail.feed(view[end:])
+    try:
+        last = (tail.unpack(), tail.unpack(), tail.unpack())
+        if tail.tell() != len(buf) - end:
+            return None  # bytes after the packet: the general path refuses them
+    except Exception:
+        return None
+    return (*first, view[start:end].toreadonly(), *last)
 
 
 def _decode_fields(obj: object, buf: bytes) -> Packet:
@@ -249,7 +328,7 @@ def _decode_fields(obj: object, buf: bytes) -> Packet:
             raise DecodeError(f"invalid freshness: {fresh!r}")
         if fbid is not None and (type(fbid) is not bytes or not valid_wire_comps((fbid,))):
             raise DecodeError("invalid final block id")
-        if type(content) is not bytes:
+        if type(content) is not bytes and type(content) is not memoryview:  # (a view: `_large_data_fields`)
             raise DecodeError("Data content is not bytes")
         if type(sig_type) is not int or sig_type not in _SIG_TYPES:
             raise DecodeError(f"unknown signature type {sig_type!r}")

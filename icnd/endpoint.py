@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from typing import Any, Awaitable, Callable, Protocol, Union
+from typing import Any, Awaitable, Callable, Protocol, Sequence, Union
 
 from icnd.name import Name, NameLike
 from icnd.packet import Data, Interest, Nack, Packet
@@ -62,8 +62,18 @@ class Endpoint(Protocol):
     def sign(self, data: Data) -> Data:
         """`data` signed by the application's key (a digest if it has none)."""
 
-    async def command(self, module: str, verb: str, *, timeout: float = 10.0, **args: Any) -> Any:
-        """Run a management command on the node; raises `CommandError` if refused."""
+    async def command(self, module: str, verb: str, *, timeout: float = 10.0, fds: Sequence[int] = (),
+                      **args: Any) -> Any:
+        """Run a management command on the node; raises `CommandError` if
+        refused.  `fds`: descriptors passed alongside (a local Unix
+        connection only), e.g. a sealed shared-memory segment."""
+
+    def passes_fds(self) -> bool:
+        """True if `command` can pass descriptors (a local Unix connection)."""
+
+    async def command_fd(self, module: str, verb: str, *, timeout: float = 10.0, **args: Any) -> tuple[Any, int]:
+        """`command` whose reply carries one descriptor: (result, descriptor,
+        which the caller owns and must close)."""
 
     async def node_name(self) -> Name:
         """The name of the node this endpoint is attached to."""

@@ -102,7 +102,7 @@ def error_fields(data: Data) -> tuple[str, str]:
         body = msgpack.unpackb(data.content, raw=False)
         return str(body["code"]), str(body["message"])
     except Exception:
-        return "error", f"{data.name}: malformed error {data.content[:200].decode('utf-8', 'replace')!r}"
+        return "error", f"{data.name}: malformed error {bytes(data.content[:200]).decode('utf-8', 'replace')!r}"
 
 
 def error_exception(data: Data) -> Error:

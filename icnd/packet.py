@@ -42,6 +42,11 @@ class SigType(IntEnum):
     DIGEST_SHA256 = 0
     HMAC_SHA256 = 4
     ED25519 = 5
+    # Not signed end to end: a reduction's contributions and partial sums between
+    # forwarders (issue #18), whose integrity is the hop's (every header is checked
+    # by the aggregator that combines it).  No verifier accepts it, and no
+    # forwarder caches it (a cache serves consumers, who would verify).
+    PER_HOP = 200
 
 
 class NackReason(IntEnum):
@@ -141,7 +146,9 @@ class Interest:
 @dataclass(frozen=True, slots=True)
 class Data:
     name: Name
-    content: bytes = b""
+    # bytes, or a read-only memoryview: a large content handed over in shared
+    # memory (icnd.faces.shm) is a view of that memory, never copied to be held
+    content: bytes | memoryview = b""
     content_type: int = ContentType.BLOB
     freshness_ms: int = 0
     final_block_id: bytes | None = None  # a wire-form name component
@@ -243,7 +250,7 @@ def _patched_hop(wire: bytes, old: int, new: int, cbp: bool, mbf: bool, params: 
 _HOP_TAILS = [[bytes((hop, flags, 0xC0, 0x90)) for hop in range(128)] for flags in range(4)]
 
 
-def new_data(name: Name, content: bytes, content_type: int, freshness_ms: int, final_block_id: bytes | None,
+def new_data(name: Name, content: bytes | memoryview, content_type: int, freshness_ms: int, final_block_id: bytes | None,
              sig_type: int, key_locator: Name | None, sig_value: bytes, wire: bytes | None) -> Data:
     obj = _new(Data)
     _d_name(obj, name)

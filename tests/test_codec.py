@@ -434,3 +434,32 @@ def test_claimed_length_beyond_buffer_raises() -> None:
 def test_deep_nesting_raises() -> None:
     with pytest.raises(DecodeError):
         decode(b"\x91" * 5000 + b"\xc0")
+
+
+def test_a_large_content_is_encoded_by_its_parts_as_the_packer_would() -> None:
+    """issue #18: above LARGE_CONTENT, `encode` joins (head, content, tail, sig): same bytes."""
+    from icnd.codec import LARGE_CONTENT
+
+    for n in (LARGE_CONTENT - 1, LARGE_CONTENT, 3 * LARGE_CONTENT + 5):
+        for content in (bytes(range(256)) * (n // 256) + b"x" * (n % 256), memoryview(b"y" * n)):
+            data = Data(Name("/big/a"), content, freshness_ms=5, sig_type=SigType.ED25519,
+                        key_locator=Name("/k/KEY/12345678"), sig_value=b"s" * 64)
+            fields = [1, 2, data.name.comps, 0, 5, None, bytes(content), 5, data.key_locator.comps, b"s" * 64]
+            assert encode(data) == msgpack.packb(fields, use_bin_type=True)
+            back = decode(encode(data))
+            assert isinstance(back, Data) and back.content == bytes(content)
+
+
+def test_a_large_data_decodes_with_its_content_a_view_of_the_wire() -> None:
+    """issue #18: no copy of a large content on receipt; the view is read-only."""
+    from icnd.codec import LARGE_CONTENT
+    from icnd.security import DigestKey, KeyChain
+
+    data = DigestKey().sign(Data(Name("/v/1"), b"\x07" * (2 * LARGE_CONTENT)))
+    back = decode(encode(data))
+    assert isinstance(back, Data) and isinstance(back.content, memoryview)
+    assert back.content.readonly and back.content.obj is back.wire and back.content == data.content
+    KeyChain().verify(back)  # verified from the wire as received
+    for bad in (encode(data) + b"\x00", encode(data)[:-1], b"\x9a" + encode(data)[1:40]):
+        with pytest.raises(DecodeError):
+            decode(bad)

@@ -49,3 +49,54 @@ def test_the_public_names_are_all_there() -> None:
         assert "no_such_name" in str(exc)
     else:
         raise AssertionError("icnd.no_such_name resolved")
+
+
+def test_the_blocking_and_asyncio_facades_offer_every_method_of_the_client() -> None:
+    """`icnd.sync.METHODS` is the facades' table: a method added to `Client`
+    without an entry, or of another kind than its entry says, fails here."""
+    import inspect
+
+    from icnd.aio import AsyncClient
+    from icnd.client import Client
+    from icnd.sync import CLOSE, METHODS, SyncClient, kind_of, public_methods
+
+    assert set(METHODS) == public_methods(Client)
+    for name, kind in METHODS.items():
+        assert kind_of(getattr(Client, name)) == ("call" if kind == CLOSE else kind), name
+    assert public_methods(SyncClient) == public_methods(Client) | {"close"}
+    assert public_methods(AsyncClient) == public_methods(Client)
+    for name in METHODS:
+        # same parameters (and docstring), so the API reference of each facade is the client's
+        expected = inspect.signature(getattr(Client, name)).parameters
+        for facade in (SyncClient, AsyncClient):
+            parameters = inspect.signature(getattr(facade, name)).parameters
+            assert [(p.name, p.kind, p.default) for p in parameters.values()] == \
+                [(p.name, p.kind, p.default) for p in expected.values()], (facade, name)
+        if METHODS[name] != CLOSE:  # AsyncClient.aclose also ends the thread: its docstring says so
+            assert getattr(AsyncClient, name).__doc__ == getattr(Client, name).__doc__, name
+        if METHODS[name] in ("call", "plain", CLOSE):
+            assert inspect.iscoroutinefunction(getattr(AsyncClient, name)), name
+
+
+def test_kind_of_tells_the_kinds_apart() -> None:
+    from contextlib import asynccontextmanager, contextmanager
+
+    from icnd.sync import ASYNC_CONTEXT, CALL, CONTEXT, PLAIN, kind_of
+
+    async def coroutine() -> None: ...
+
+    def plain() -> None: ...
+
+    @asynccontextmanager
+    async def async_context():  # type: ignore[no-untyped-def]
+        yield
+
+    @contextmanager
+    def context():  # type: ignore[no-untyped-def]
+        yield
+
+    async def iterator():  # type: ignore[no-untyped-def]
+        yield 1
+
+    assert [kind_of(f) for f in (coroutine, plain, async_context, context, iterator)] == \
+        [CALL, PLAIN, ASYNC_CONTEXT, CONTEXT, "iterator"]

@@ -235,6 +235,9 @@ class _StoreEndpoint:
         self.sent += 1
         self.streams[packet.name.comps[:-1]](self._answer(packet))
 
+    def passes_fds(self) -> bool:  # not a local Unix connection: no shared memory
+        return False
+
     async def express(self, interest: Interest, **_: Any) -> Data:
         answer = self._answer(interest)
         if isinstance(answer, Nack):

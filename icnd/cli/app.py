@@ -15,7 +15,7 @@ from typing import Sequence
 from icnd import __version__
 from icnd.cli import compute, data, keys, nfdc, reduce, routing, run, topo
 from icnd.cli.errors import PROG, CliError, print_error
-from icnd.cli.options import Parents
+from icnd.cli.options import Parents, add_outer_options, merge_outer_options
 from icnd.errors import Error
 
 
@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
         "1 the operation failed, 2 usage or configuration error.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    add_outer_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     parents = Parents.build()
     run.add_commands(sub)
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    merge_outer_options(args)
     try:
         code: int = args.handler(args)
         return code

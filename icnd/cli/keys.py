@@ -35,8 +35,16 @@ def cmd_keygen(args: argparse.Namespace) -> int:
         raise CliError(f"cannot create {args.out}: {exc.strerror or exc}") from None
     with os.fdopen(fd, "wb") as f:
         f.write(key.to_bytes())
-    print(key.name)
+    _print_made(args, "key", key.name.to_uri(), args.out)
     return 0
+
+
+def _print_made(args: argparse.Namespace, what: str, name: str, path: str) -> None:
+    """The name of what was made (a key, a certificate); with --json ``{<what>, file}``."""
+    if args.json:
+        print(json.dumps({what: name, "file": os.path.abspath(path)}, indent=2))
+    else:
+        print(name)
 
 
 # --- certificates --------------------------------------------------------------------------------
@@ -124,7 +132,7 @@ def cmd_cert_self(args: argparse.Namespace) -> int:
     key = _load_key(args.key)
     cert = self_signed(key, days=args.days)
     _write_new(args.out, encode(cert.data))
-    print(cert.name)
+    _print_made(args, "certificate", cert.name.to_uri(), args.out)
     return 0
 
 
@@ -133,7 +141,7 @@ def cmd_cert_issue(args: argparse.Namespace) -> int:
     subject = _load_subject(args.key)
     cert = issue(issuer, subject, days=args.days)
     _write_new(args.out, encode(cert.data))
-    print(cert.name)
+    _print_made(args, "certificate", cert.name.to_uri(), args.out)
     return 0
 
 
@@ -164,6 +172,7 @@ def add_commands(subparsers: Any) -> None:
                    help="where to write the key (default: ./identity.key)")
     p.add_argument("--name", dest="identity", metavar="IDENTITY", type=name_arg,
                    help="identity name (default: /node/<hostname>)")
+    p.add_argument("--json", action="store_true", help="print {key, file} as JSON (key: the key name)")
 
     verbs = add_group(
         subparsers, "cert", "create and inspect certificates",
@@ -175,6 +184,7 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--key", required=True, metavar="FILE", help="the key to certify (an icnd keygen file)")
     p.add_argument("--out", required=True, metavar="FILE", help="where to write the certificate")
     p.add_argument("--days", type=days_arg, default=DEFAULT_DAYS, metavar="N", help=days_help)
+    p.add_argument("--json", action="store_true", help="print {certificate, file} as JSON")
     p = add_command(verbs, "issue", cmd_cert_issue, "certify a key with an issuer's key",
                     description="Certify the key in --key (a key file, or any certificate of that key) "
                     "with the issuer's key, and write the certificate to --out.")
@@ -183,6 +193,7 @@ def add_commands(subparsers: Any) -> None:
                    help="the subject's key file, or a certificate of the subject's key")
     p.add_argument("--out", required=True, metavar="FILE", help="where to write the certificate")
     p.add_argument("--days", type=days_arg, default=DEFAULT_DAYS, metavar="N", help=days_help)
+    p.add_argument("--json", action="store_true", help="print {certificate, file} as JSON")
     p = add_command(verbs, "show", cmd_cert_show, "print a certificate: name, key, issuer, validity")
     p.add_argument("file", metavar="FILE", help="a certificate file")
     p.add_argument("--json", action="store_true", help="print it as JSON (stable keys)")

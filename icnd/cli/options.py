@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -25,6 +26,17 @@ def name_arg(text: str) -> Name:
         return Name(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"bad name {text!r}: {exc}") from None
+
+
+def node_name_arg(text: str) -> str:
+    """``icnd run --name``: a name URI, as every name the CLI takes (`name_arg`).
+
+    A relative one is refused, not completed: ``node/z`` would otherwise
+    become ``/node/node/z`` silently; the message says what was probably meant."""
+    if not text.startswith("/"):
+        meant = f"/{text}" if "/" in text else f"/node/{text}"
+        raise argparse.ArgumentTypeError(f"bad name {text!r}: a name URI starts with '/' (did you mean {meant}?)")
+    return name_arg(text).to_uri()
 
 
 def _int_at_least(text: str, minimum: int) -> int:
@@ -61,6 +73,33 @@ def positive_seconds(text: str) -> float:
 
 def nonneg_seconds(text: str) -> float:
     return _seconds(text, allow_zero=True)
+
+
+def socket_path(text: str) -> str:
+    """A ``--socket`` value as an absolute path, resolved against the working
+    directory once, here: the daemon binds and every client connects to the
+    same file whichever command is given the relative form (a relative path
+    reaches the face layer as a ``unix://`` URI, which must be absolute)."""
+    if not text:
+        raise argparse.ArgumentTypeError("empty socket path")
+    return os.path.abspath(os.path.expanduser(text))
+
+
+def nonneg_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {text!r}")
+    return value
+
+
+def probability(text: str) -> float:
+    value = nonneg_number(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1: {text!r}")
+    return value
 
 
 def face_arg(text: str) -> int | str:
@@ -111,7 +150,7 @@ class Parents:
     @classmethod
     def build(cls) -> Parents:
         socket_opt = argparse.ArgumentParser(add_help=False)
-        socket_opt.add_argument("--socket", metavar="PATH", help=SOCKET_HELP)
+        socket_opt.add_argument("--socket", metavar="PATH", type=socket_path, help=SOCKET_HELP)
         CLIENT_FILES.clear()
         socket_opt.add_argument("--key", metavar="FILE", action=_ClientFile,
                                 help="sign as this Ed25519 identity (a key file from 'icnd keygen')")
@@ -123,6 +162,31 @@ class Parents:
         json_opt = argparse.ArgumentParser(add_help=False)
         json_opt.add_argument("--json", action="store_true", help="print the result as JSON (stable keys)")
         return cls(socket=[socket_opt], mgmt=[socket_opt, json_opt])
+
+
+OUTER_SOCKET = "outer_socket"
+OUTER_JSON = "outer_json"
+
+
+def add_outer_options(parser: argparse.ArgumentParser, *, json: bool = False) -> None:
+    """``--socket`` (and ``--json``) given before the (sub)command, as in
+    ``icnd --socket X status`` or ``icnd route --json``.
+
+    They land under their own names (`OUTER_SOCKET`, `OUTER_JSON`; absent
+    unless given), because argparse lets a subcommand's defaults overwrite
+    what an outer parser stored under the same name; `merge_outer_options`
+    folds them in after parsing, the subcommand's own flag winning."""
+    parser.add_argument("--socket", dest=OUTER_SOCKET, metavar="PATH", type=socket_path, default=argparse.SUPPRESS,
+                        help=SOCKET_HELP + "; also accepted after the command")
+    if json:
+        parser.add_argument("--json", dest=OUTER_JSON, action="store_true", default=argparse.SUPPRESS,
+                            help="print the result as JSON (stable keys)")
+
+
+def merge_outer_options(args: argparse.Namespace) -> None:
+    if getattr(args, "socket", None) is None:
+        args.socket = getattr(args, OUTER_SOCKET, None)
+    args.json = bool(getattr(args, "json", False) or getattr(args, OUTER_JSON, False))
 
 
 def add_command(
@@ -142,7 +206,14 @@ def add_command(
 
 
 def add_group(subparsers: Any, name: str, help: str, description: str, *, dest: str = "verb",
-              metavar: str = "VERB") -> Any:
-    """A command made of verbs (``icnd face list``): returns the subparsers to add the verbs to."""
+              metavar: str = "VERB", default: Handler | None = None) -> Any:
+    """A command made of verbs (``icnd face list``): returns the subparsers to add the verbs to.
+
+    With a `default` handler the verb may be left out (``icnd route`` lists,
+    as ``nfdc route`` does); the group then takes ``--socket`` and ``--json``
+    itself."""
     group = subparsers.add_parser(name, help=help, description=description)
-    return group.add_subparsers(dest=dest, metavar=metavar, required=True)
+    if default is not None:
+        group.set_defaults(handler=default)
+        add_outer_options(group, json=True)
+    return group.add_subparsers(dest=dest, metavar=metavar, required=default is None)

@@ -3,7 +3,7 @@
 The configuration is the TOML file (if any) with the flags on top
 (`build_config`); a bad one, or a daemon that cannot start (a port in use),
 is exit 2 before anything starts.  SIGINT/SIGTERM shut the node down cleanly
-(exit 0).
+(exit 0); SIGHUP reloads the configuration file (`icnd.daemon.reload`).
 """
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from icnd.cli.errors import PROG, CliError
-from icnd.cli.options import add_command, positive_seconds
+from icnd.cli.errors import CliError
+from icnd.cli.options import add_command, node_name_arg, positive_seconds, socket_path
 from icnd.daemon.config import (
     LOG_LEVELS,
     ConfigError,
@@ -72,6 +73,8 @@ def build_config(args: argparse.Namespace) -> NodeConfig:
         cfg.log_level = args.log_level
     if args.log_json:
         cfg.log_json = True
+    if args.http is not None:
+        cfg.http = args.http
     validate(cfg, args.config or "command line")
     return cfg
 
@@ -88,27 +91,46 @@ def cmd_run(args: argparse.Namespace) -> int:
     setup_logging(cfg.log_level, cfg.log_json)
     tune_gc()
     try:
-        trio.run(_run_node, Node(cfg))
+        trio.run(_run_node, Node(cfg), lambda: build_config(args))
     except StartupError as exc:
         raise CliError(str(exc), 2) from None
     return 0
 
 
-async def _run_node(node: Node) -> None:
-    """Bind, serve until SIGINT/SIGTERM, then let `serve` shut everything down."""
+async def _run_node(node: Node, load_config: Callable[[], NodeConfig]) -> None:
+    """Bind, serve until SIGINT/SIGTERM, then let `serve` shut everything down.
+
+    Once the node serves (local socket, listeners and configured faces up,
+    functions hosted) it prints ``ready`` on stdout and tells a service
+    manager (``READY=1``, `icnd.daemon.notify`).  SIGHUP reloads the
+    configuration (`load_config`: the file with the flags on top;
+    `icnd.daemon.reload`) and the node runs on whether or not it could."""
     import logging
 
+    from icnd.daemon.notify import Notifier
+    from icnd.daemon.reload import reload
+
     log = logging.getLogger("icnd.cli")
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    notifier = Notifier.from_environ()
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
         await node.bind()
         async with trio.open_nursery() as nursery:
             await nursery.start(node.serve)
+            serving = f"serving {node.name} on {os.path.abspath(node.socket_path)}"
             try:
-                print(f"{PROG}: {node.name} ready, socket {os.path.abspath(node.socket_path)}", flush=True)
+                print("ready", flush=True)
             except OSError:
                 pass  # nobody reads stdout; the daemon runs on regardless
+            notifier.ready(serving)
             async for signum in signals:
+                if signum == signal.SIGHUP:
+                    log.info("received SIGHUP, reloading the configuration")
+                    notifier.reloading()
+                    await reload(node, load_config)
+                    notifier.ready(serving)
+                    continue
                 log.info("received %s, shutting down", signal.Signals(signum).name)
+                notifier.stopping()
                 nursery.cancel_scope.cancel()
                 break
 
@@ -118,11 +140,14 @@ def add_commands(subparsers: Any) -> None:
         subparsers, "run", cmd_run, "run a node (until SIGINT/SIGTERM)",
         description="Run an icnd node in the foreground until SIGINT or SIGTERM, then shut down cleanly. "
         "Settings come from the TOML config file, then the flags (a list flag replaces the file's list). "
-        "A bad configuration or a port in use exits with code 2 before anything starts.",
+        "A bad configuration or a port in use exits with code 2 before anything starts. "
+        "Prints 'ready' on stdout once it serves (and notifies systemd under Type=notify); SIGHUP reloads "
+        "neighbours, faces, routes, functions and groups from the config file (docs/deployment.md).",
     )
     run.add_argument("--config", metavar="FILE", help="TOML configuration file (see docs/configuration.md)")
-    run.add_argument("--name", metavar="/node/NAME", help="the node's name (default: /node/<hostname>)")
-    run.add_argument("--socket", metavar="PATH",
+    run.add_argument("--name", metavar="/node/NAME", type=node_name_arg,
+                     help="the node's name, a name URI (default: /node/<hostname>)")
+    run.add_argument("--socket", metavar="PATH", type=socket_path,
                      help="local Unix socket for clients and management (default: $ICND_SOCKET, "
                      "else $XDG_RUNTIME_DIR/icnd.sock, else /tmp/icnd-$UID.sock)")
     run.add_argument("--listen", metavar="URI", action="append",
@@ -172,5 +197,8 @@ def add_commands(subparsers: Any) -> None:
                      "group descriptors and contributions from other nodes (default: none: integrity only)")
     run.add_argument("--log-level", metavar="LEVEL", type=str.lower, choices=LOG_LEVELS,
                      help=f"one of {', '.join(LOG_LEVELS)} (default: info)")
+    run.add_argument("--http", metavar="HOST:PORT",
+                     help="serve a read-only status page at / and Prometheus metrics at /metrics on HOST:PORT "
+                     "(default: off; config http; see docs/management.md)")
     run.add_argument("--log-json", action="store_true", default=None,
                      help="log one JSON object per line (keys ts, level, logger, msg, exc)")

@@ -9,6 +9,7 @@ or schema file that cannot be used a one-line `CliError` (exit 2) naming it."""
 from __future__ import annotations
 
 import functools
+import os
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
@@ -18,11 +19,15 @@ from icnd.cli.errors import CliError
 from icnd.cli.options import CLIENT_FILES
 from icnd.client import Client, connect
 from icnd.client.door import load_identity, load_key
-from icnd.errors import CommandError
+from icnd.endpoint import resolve_socket_path
+from icnd.errors import CommandError, Error
 from icnd.trust.cert import load_certificate
 from icnd.trust.schema import Schema
 
 T = TypeVar("T")
+
+WAIT_POLL_S = 0.05
+"""How often `wait_ready` looks again: short, since scripts wait on it."""
 
 
 def identity() -> dict[str, Any]:
@@ -65,6 +70,32 @@ def with_client(socket: str | None, action: Callable[[Client], Awaitable[T]]) ->
             return await action(client)
 
     return trio.run(run)
+
+
+async def _wait_ready(socket: str | None, seconds: float) -> None:
+    path = resolve_socket_path(socket)
+    why = "no socket file"
+    with trio.move_on_after(seconds):
+        while True:
+            if os.path.exists(path):
+                try:
+                    async with open_client(socket) as client:
+                        await client.status()
+                    return
+                except CommandError as exc:
+                    raise CliError(f"status get: {exc.message}") from None
+                except Error as exc:  # not accepting yet, or went away between the check and the connect
+                    why = str(exc).split(". ", 1)[0]
+            await trio.sleep(WAIT_POLL_S)
+    raise CliError(f"no node ready at {path} within {seconds:g}s ({why})", 2)
+
+
+def wait_ready(socket: str | None, seconds: float) -> None:
+    """Return once the node at `socket` answers ``status`` (polled, the socket
+    file first); `CliError` (exit 2) when `seconds` pass first.  What
+    ``icnd status --wait S`` does before it asks for the status it prints, so
+    scripts can start a daemon in the background and go on when it serves."""
+    trio.run(_wait_ready, socket, seconds)
 
 
 async def _command(socket: str | None, module: str, verb: str, **params: Any) -> Any:

@@ -64,7 +64,8 @@ from icnd.compute.registry import hosted
 from icnd.endpoint import DEFAULT_TIMEOUT, RETX_INTERVAL, Handler, OnPacket, resolve_socket_path
 from icnd.errors import CommandError, DecodeError, Error, Nacked, Timeout, VerificationError, error_data
 from icnd.faces.base import Face
-from icnd.faces.stream import connect_stream
+from icnd.faces import shm
+from icnd.faces.stream import StreamFace, connect_stream
 from icnd.name import T_DIGEST, T_RNP, Name, NameLike
 from icnd.objects import fetch as objects
 from icnd.objects.manifest import DEFAULT_SEGMENT_SIZE, Manifest
@@ -95,10 +96,18 @@ class _Pending:
 
 
 class Client:
+    """A connection of this process to its node, the one door applications
+    use: one Unix stream face plus a receive task that matches incoming Data
+    and Nacks to pending Interests and hands incoming Interests to served
+    handlers.  Made by `icnd.connect`, an async context manager: the client
+    lives in its nursery and closes with it.  Call it from that trio run
+    only; blocking code uses `icnd.sync`, asyncio code uses `icnd.aio`."""
+
     def __init__(self, face: Face, nursery: trio.Nursery, *, key: SigningKey | None = None,
                  keychain: KeyChain | None = None, socket_path: str = "", cert: Certificate | None = None,
                  trust: Schema | None = None) -> None:
         self.face = face
+        self._fd_replies = trio.Lock()  # one command awaiting a descriptor at a time (command_fd)
         self.socket_path = socket_path
         self._nursery = nursery
         self.keychain = keychain or KeyChain()
@@ -207,6 +216,8 @@ class Client:
                 self._digest_pending -= 1
 
     def send(self, packet: Packet) -> None:
+        """Send one packet to the node as it is; nothing waits for an answer.
+        Raises Error once the connection is closed."""
         if self.face.closed:
             raise Error(f"connection to the node at {self.socket_path} is closed")
         self.face.send(encode(packet))
@@ -214,17 +225,35 @@ class Client:
     # --- consumer ---------------------------------------------------------------------------
     async def express(self, interest: Interest, *, timeout: float = DEFAULT_TIMEOUT,
                       retx: float | None = RETX_INTERVAL) -> Data:
-        """Send `interest` (retransmitting with fresh nonces) until Data, a Nack, or the deadline."""
+        """Send `interest` and wait for its Data: the raw exchange every other
+        method builds on (no verification, no segments).  Every `retx` seconds
+        (None: never) it is sent again with a fresh nonce, so one loss does not
+        cost the whole `timeout`.  A Nack ends the wait at once.  Raises
+        `Nacked` (``.reason``: no-route, congestion, ...) or `Timeout` after
+        `timeout` seconds, never later."""
+        return await self._express(interest, timeout, retx, ())
+
+    async def _express(self, interest: Interest, timeout: float, retx: float | None, fds: Sequence[int]) -> Data:
+        """`express`; with `fds`, the Interest is sent once, with the descriptors attached."""
         deadline = trio.current_time() + timeout
+        face = self.face
+        if fds and not (isinstance(face, StreamFace) and face.can_pass_fds):
+            raise Error(f"the connection to {self.socket_path} cannot pass descriptors (not a Unix socket)")
         while True:
             p = _Pending(interest)
             self._add_pending(p)
             try:
-                self.send(interest)
+                if not fds:
+                    self.send(interest)
                 wait = deadline - trio.current_time()
-                if retx:
+                if retx and not fds:
                     wait = min(wait, retx)
                 with trio.move_on_after(max(wait, 0)):
+                    if fds:
+                        assert isinstance(face, StreamFace)
+                        if face.closed:
+                            raise Error(f"connection to the node at {self.socket_path} is closed")
+                        await face.send_with_fds(encode(interest), list(fds))
                     await p.event.wait()
             finally:
                 if p.result is None:
@@ -235,9 +264,28 @@ class Client:
             if isinstance(result, Nack):
                 detail = f" ({result.detail})" if result.detail else ""
                 raise Nacked(result.reason.label, f"{interest.name}: nacked {result.reason.label}{detail}")
-            if trio.current_time() >= deadline:
+            if fds or trio.current_time() >= deadline:
                 raise Timeout(f"no answer for {interest.name} within {timeout:g}s")
             interest = interest.forwarded(interest.hop_limit, nonce=Interest(interest.name).nonce)
+
+    def passes_fds(self) -> bool:
+        """True if this connection passes descriptors (a Unix socket to a node on this host)."""
+        face = self.face
+        return isinstance(face, StreamFace) and face.can_pass_fds and shm.available()
+
+    async def command_fd(self, module: str, verb: str, *, timeout: float = 10.0, **args: Any) -> tuple[Any, int]:
+        """`command` whose reply carries one descriptor (e.g. ``object/read-shm``):
+        (result, descriptor), the caller owns and closes it.  One such command
+        at a time per client, so a reply and its descriptor always match."""
+        face = self.face
+        if not isinstance(face, StreamFace) or not face.can_pass_fds:
+            raise Error(f"the connection to {self.socket_path} cannot pass descriptors (not a Unix socket)")
+        async with self._fd_replies:
+            result = await self.command(module, verb, timeout=timeout, **args)
+            fd = face.take_fd()
+        if fd is None:
+            raise Error(f"{module} {verb}: the node's reply carried no descriptor")
+        return result, fd
 
     async def fetch(self, name: NameLike, *, timeout: float = DEFAULT_TIMEOUT, can_be_prefix: bool = False,
                     must_be_fresh: bool = False, verify: bool = True, lifetime: float | None = None,
@@ -297,6 +345,7 @@ class Client:
 
     # --- producer ----------------------------------------------------------------------------
     def sign(self, data: Data) -> Data:
+        """`data` signed with this client's key (a digest if it has none)."""
         return self.keychain.sign(data, self.key)
 
     def sign_digest(self, data: Data) -> Data:
@@ -330,7 +379,12 @@ class Client:
         a Data, or None (no answer); it may be a coroutine function.  If it
         raises, the consumer gets an error Data (`RemoteError`).  A client
         without a key signs with a digest only, which consumers fetching with
-        ``verify=True`` refuse: give it ``connect(key=..., cert=...)``."""
+        ``verify=True`` refuse: give it ``connect(key=..., cert=...)``.
+
+        While the block runs, `prefix` is a route on the node to this client
+        (cost `cost`), removed when the block ends, even if it raises.  The
+        longest served prefix that matches an Interest picks its handler;
+        each Interest is handled in its own task, concurrently."""
         prefix = Name(prefix)
         entry = (prefix, handler)
         await self.command("route", "add", prefix=prefix.to_uri(), face="self", cost=cost)
@@ -441,14 +495,20 @@ class Client:
     # --- named data and large objects (icnd.objects.fetch) ----------------------------------------
     async def publish(self, name: NameLike, content: bytes, *, freshness: float | None = None,
                       content_type: int = ContentType.BLOB, sign_by: str = "auto") -> Data:
-        """Hand a Data to the node, which stores and serves it (persistently with --data-dir).
+        """Hand one Data named `name` to the node, which stores and serves it
+        (persistently with --data-dir) until `unpublish`.  For one packet;
+        files and large content go through `publish_object`.  `freshness`:
+        seconds a cached copy counts as fresh (None: never stale).
 
         ``sign_by``: "client" (this client's key; digest if it has none),
-        "node" (the node's identity key) or "auto" (client key if any, else the node's)."""
+        "node" (the node's identity key) or "auto" (client key if any, else
+        the node's); consumers that verify need a key signature.  Returns the
+        stored, signed Data; CommandError if the node refuses it."""
         return await objects.publish(self, name, content, freshness=freshness, content_type=content_type,
                                      sign_by=sign_by)
 
     async def unpublish(self, name: NameLike) -> None:
+        """Have the node drop what `publish`/`publish_object` stored under `name`; CommandError if it refuses."""
         await self.command("repo", "unpublish", name=Name(name).to_uri())
 
     async def publish_object(self, name: NameLike, source: bytes | bytearray | memoryview | str | os.PathLike,
@@ -500,7 +560,8 @@ class Client:
 
     async def group(self, name: str, version: int | None = None) -> dict:
         """The descriptor of group `name` as the node knows it (latest version by default)."""
-        info = await self.command("group", "show", name=name, **({} if version is None else {"version": version}))
+        args: dict[str, Any] = {} if version is None else {"version": version}
+        info = await self.command("group", "show", name=name, **args)
         info.pop("descriptor", None)
         return info
 
@@ -526,10 +587,7 @@ class Client:
                         timeout: float = 10.0) -> Any:
         """Contribute `array` and fetch the aggregate every member fetches
         (one computation in the network for all of them): a numpy array."""
-        deadline = trio.current_time() + timeout
-        await self.contribute(group, round, array, member, timeout=timeout)
-        result = await self.reduce(group, round, op, timeout=max(0.1, deadline - trio.current_time()))
-        return result.array
+        return await reduction.allreduce(self, group, round, array, op, member, timeout)
 
     # --- routing (docs/management.md#routing) -----------------------------------------------
     async def announce(self, prefix: NameLike) -> None:
@@ -552,12 +610,16 @@ class Client:
         return await self.command("routing", "status")
 
     # --- management -------------------------------------------------------------------------
-    async def command(self, module: str, verb: str, *, timeout: float = 10.0, **args: Any) -> Any:
-        """Run a management command on the node; raises CommandError if refused."""
+    async def command(self, module: str, verb: str, *, timeout: float = 10.0, fds: Sequence[int] = (),
+                      **args: Any) -> Any:
+        """Run a management command on the node; raises CommandError if refused.
+        `fds`: descriptors passed with the command (SCM_RIGHTS, e.g. a sealed
+        shared-memory segment, `icnd.faces.shm`); the node gets copies, the
+        caller keeps and closes its own."""
         name = Name([b"localhost", b"icnd", module.encode(), verb.encode()])
         params = msgpack.packb(args, use_bin_type=True)
         interest = Interest.with_params(name, params, lifetime_ms=int(timeout * 1000))
-        data = await self.express(interest, timeout=timeout, retx=None)
+        data = await self._express(interest, timeout, None, fds)
         try:
             reply = msgpack.unpackb(data.content, raw=False)
         except Exception:
@@ -574,9 +636,11 @@ class Client:
         return self._node_name
 
     async def status(self) -> dict:
+        """The node's status as ``icnd status --json`` prints it (docs/management.md)."""
         return await self.command("status", "get")
 
     async def aclose(self) -> None:
+        """Close the connection to the node; pending calls fail. `connect` does this when its block ends."""
         self.closed = True
         await self.face.aclose()
 

@@ -215,6 +215,7 @@ class FunctionHost:
         self.load_reports = 0  # ("routing", "load") commands the node accepted
         self._report_error_logged = False
         self.counters = dict.fromkeys(HOST_COUNTERS, 0)
+        self.calls: dict[Name, int] = dict.fromkeys((f.prefix for f in functions), 0)  # per prefix (status page)
         self._calls: OrderedDict[tuple, Invocation] = OrderedDict()
         self._memo: OrderedDict[tuple, bytes] = OrderedDict()  # pure results, LRU, bounded in count and bytes
         self._memo_bytes = 0
@@ -341,6 +342,7 @@ class FunctionHost:
         if fn is None:
             self.counters["fn_bad_calls"] += 1
             return self._error(interest.name, "no-such-function", f"{interest.name} is not served here")
+        self.calls[fn.prefix] += 1
         rest = interest.name.comps[len(fn.prefix):]
         if len(rest) == 1 and rest[0][0] == T_PARAMS and interest.app_params is not None:
             return await self._pure_call(fn, interest)

@@ -111,6 +111,7 @@ class NodeConfig:
     trust: str = ""  # the trust schema (TOML) the node applies; default: none (integrity only)
     log_level: str = "info"
     log_json: bool = False
+    http: str = ""  # HOST:PORT of the read-only status page and /metrics (icnd.daemon.http); "": off
     cs_capacity_mb: float = 64.0
     repo_capacity_mb: float = 1024.0
     pit_max_entries: int = 100_000
@@ -184,7 +185,11 @@ def from_dict(raw: dict[str, Any], origin: str = "<config>") -> NodeConfig:
     for key, value in raw.items():
         attr = aliases.get(key, key.replace("-", "_"))
         if attr not in known:
-            raise ConfigError(f"{origin}: unknown key {key!r}")
+            import difflib  # only on this error path
+
+            close = difflib.get_close_matches(key, sorted({*known, *aliases}), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"{origin}: unknown key {key!r}{hint}")
         where = f"{origin}: {key}"
         if attr in _LIST_OF_STR:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -363,11 +368,25 @@ def parse_group_flag(text: str) -> GroupConfig:
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
+def parse_http_address(text: str, origin: str = "--http") -> tuple[str, int]:
+    """``HOST:PORT`` (``[V6ADDR]:PORT`` for IPv6) of the status page: the host is explicit (no
+    default to every address: the page shows the node's faces and routes), the port 0..65535
+    (0: a free one, reported by ``status`` as ``http``)."""
+    host, sep, port = text.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not sep or not host or not port.isdigit() or int(port) > 65535 or any(c in host for c in "/[] "):
+        raise ConfigError(f"{origin}: http: {text!r} is not HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080)")
+    return host, int(port)
+
+
 def validate(cfg: NodeConfig, origin: str = "<config>") -> None:
     try:
         cfg.node_name()
     except ValueError as exc:
         raise ConfigError(f"{origin}: name: {exc}") from None
+    if cfg.http:
+        parse_http_address(cfg.http, origin)
     for r in cfg.routes:
         try:
             Name(r.prefix)

@@ -55,7 +55,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
@@ -109,6 +109,9 @@ from icnd.reduction.service import ReductionService
 from icnd.security import Ed25519Key, KeyChain
 from icnd.trust import Certificate, Schema, SchemaError, Validator, load_certificate, self_signed
 from icnd.trust.cert import CertificateError
+
+if TYPE_CHECKING:
+    from icnd.daemon.http.server import StatusServer
 
 log = logging.getLogger("icnd.node")
 
@@ -185,6 +188,9 @@ class Node:
         self.mgmt_commands = 0
         self.ready = trio.Event()
         self._functions: list[HostedFunction] = []
+        self._function_task: _Stoppable | None = None  # runs function_host; replaced by set_functions
+        self.config_reloads = 0  # SIGHUP reloads applied, and refused (icnd.daemon.reload)
+        self.config_reload_errors = 0
         self.neighbor_faces: list[tuple[PermanentFace, NeighborConfig]] = []  # --neighbor's faces (_apply_config)
         self.function_host: Any = None
         self._internal: Any = None  # the in-process client (icnd.client.door.Client) on a memory face, once made
@@ -198,6 +204,7 @@ class Node:
         self.published: ObjectService  # repo and object store
         self.reduction: ReductionService  # groups and contributions
         self.routing: RoutingShell | None = None  # link-state routing ([routing] mode), made by bind()
+        self.http: StatusServer | None = None  # the status page and /metrics (--http), bound by bind()
 
     # --- start-up -------------------------------------------------------------------
     async def bind(self) -> None:
@@ -242,9 +249,23 @@ class Node:
                     await self._listen(expanded)
             for uri in cfg.ndn_listen:
                 await self._listen_ndn(uri)
+            if cfg.http:
+                self._bind_http(cfg.http)
         except BaseException:
             await self._close_listeners()
             raise
+
+    def _bind_http(self, address: str) -> None:
+        """The status page's socket (``--http``): bound now, so a bad address or a port in use fails start-up."""
+        from icnd.daemon.config import parse_http_address
+        from icnd.daemon.http.server import StatusServer
+
+        http = StatusServer(self, *parse_http_address(address))
+        try:
+            http.bind()
+        except OSError as exc:
+            raise StartupError(f"--http {address}: cannot serve the status page: {exc.strerror or exc}") from None
+        self.http = http
 
     def _make_routing(self) -> RoutingShell:
         r = self.config.routing
@@ -443,6 +464,8 @@ class Node:
         self._listeners.clear()
         self._ndn_listeners.clear()
         self.faces.udp_listeners.clear()
+        if self.http is not None:
+            self.http.close()
 
     # --- running ----------------------------------------------------------------------
     async def serve(self, *, task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED) -> None:
@@ -458,6 +481,8 @@ class Node:
                 nursery.start_soon(self.faces.close_idle, self.config.udp_idle_timeout_s)
                 if self.routing is not None:
                     await nursery.start(self.routing.run)
+                if self.http is not None:
+                    await nursery.start(self.http.run)
                 self.fw.add_route(self.name, INTERNAL_FACE, 0, ORIGIN_APP)
                 self.published.announce()
                 self.certs.add(self.cert, pinned=True)
@@ -525,11 +550,37 @@ class Node:
         limits = HostLimits(max_jobs=cfg.function_max_jobs, max_arg_bytes=int(cfg.function_max_arg_mb * 1024 * 1024),
                             retention=cfg.function_retention_s,
                             max_memo_bytes=int(cfg.function_memo_mb * 1024 * 1024))
-        self.function_host = FunctionHost(client, self._functions, self.name, limits=limits,
-                                          workers=cfg.function_workers, pool=cfg.function_pool,
-                                          validator=self.validator, fetch_cert=self.fetch_certificate)
-        await nursery.start(self.function_host.run)
+        host = FunctionHost(client, self._functions, self.name, limits=limits,
+                            workers=cfg.function_workers, pool=cfg.function_pool,
+                            validator=self.validator, fetch_cert=self.fetch_certificate)
+        previous = self.function_host
+        if previous is not None:  # a reload: the node's counters never go back
+            for key, value in previous.counters.items():
+                host.counters[key] = host.counters.get(key, 0) + value
+            for prefix, calls in previous.calls.items():
+                if prefix in host.calls:
+                    host.calls[prefix] += calls
+        self.function_host = host
+        self._function_task = _Stoppable()
+        await nursery.start(self._function_task.run, host.run)
         log.info("hosting %s", ", ".join(f.prefix.to_uri() for f in self._functions))
+
+    async def set_functions(self, functions: list[HostedFunction]) -> None:
+        """Host `functions` instead of the hosted ones (a configuration reload).
+
+        The function host serves a fixed list, so it is replaced: the old one
+        stops first (its prefixes' routes removed, calls in flight on it
+        ended), then a new one serves the new list with the old counters
+        carried over.  Stopping first matters: both would serve through the
+        same in-process client, and the old one's route removal on its way
+        out would take the new one's routes with it."""
+        assert self._nursery is not None, "node is not running"
+        if self._function_task is not None:
+            await self._function_task.stop()
+            self._function_task = None
+        self._functions = list(functions)
+        if functions:
+            await self._start_function_host(self._nursery)
 
     # --- faces ------------------------------------------------------------------------------
     def _on_new_face(self, face: Face) -> None:
@@ -667,10 +718,15 @@ class Node:
         tables["repo_bytes"] = repo.bytes_used
         tables["objects"] = len(objects)
         tables["object_bytes"] = objects.bytes_used
+        counters.update(objects.counters)
         tables.update(self.contrib.stats(trio.current_time()))
         host = self.function_host
         counters.update(host.counters if host is not None else dict.fromkeys(HOST_COUNTERS, 0))
+        counters["config_reloads"] = self.config_reloads
+        counters["config_reload_errors"] = self.config_reload_errors
         tables.update(host.tables() if host is not None else dict.fromkeys(HOST_TABLES, 0))
+        if self.http is not None:
+            counters.update(self.http.counters)
         return {
             "name": self.name.to_uri(),
             "version": __version__,
@@ -679,10 +735,31 @@ class Node:
             "socket": os.path.abspath(self.socket_path),
             "listen": self.listen_uris(),
             "ndn_listen": self.ndn_listen_uris(),
+            "http": self.http.url if self.http is not None else None,
             "key": self.key.name.to_uri() if self.key.name is not None else None,
             "counters": counters,
             "tables": tables,
         }
+
+
+class _Stoppable:
+    """A task of the node's nursery that can be stopped alone, and waited for until it has ended."""
+
+    def __init__(self) -> None:
+        self._scope = trio.CancelScope()
+        self._ended = trio.Event()
+
+    async def run(self, fn: Callable[..., Any], *,
+                  task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            with self._scope:
+                await fn(task_status=task_status)
+        finally:
+            self._ended.set()
+
+    async def stop(self) -> None:
+        self._scope.cancel()
+        await self._ended.wait()
 
 
 def _expand_listen(uri: str) -> list[str]:

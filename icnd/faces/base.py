@@ -54,6 +54,8 @@ class FaceCounters:
     framing_errors: int = 0  # stream framing broken (the face then closes)
     recv_drops: int = 0  # packets received before run() started, beyond the holding bound
     frame_timeouts: int = 0  # a stream's partial frame did not complete in time (the face then closes)
+    fds_received: int = 0  # file descriptors a local application passed (SCM_RIGHTS; shared memory)
+    fds_refused: int = 0  # descriptors closed unused: beyond the face's bound, or cut off (MSG_CTRUNC)
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)

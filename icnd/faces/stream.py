@@ -27,6 +27,16 @@ address (TCP) are bounded; a connection beyond either is accepted and closed
 at once, counted in the listener's `ListenerCounters` and logged at most once
 per interval.  The node's local Unix listener has its own budget.
 
+Descriptors (issue #18): a Unix stream face also receives file descriptors
+passed with ``SCM_RIGHTS`` (``recvmsg_into``): a local application hands its
+node a sealed shared-memory segment this way (`icnd.shm`).  The kernel
+delivers a descriptor with the first byte of the ``sendmsg`` that carried it,
+so descriptors are held in arrival order and a command takes the oldest
+(`take_fd`).  At most `MAX_HELD_FDS` are held per face (more are closed at
+once and counted in ``fds_refused``, as are any the kernel cut off for lack of
+room, ``MSG_CTRUNC``); whatever is still held when the face closes is closed.
+`send_with_fds` is the sending side.
+
 Writing: `StreamFace.send` writes straight to the socket when nothing is
 queued (header and payload in one ``sendmsg``, no concatenation of large
 packets) and queues whatever the kernel did not take.  The queue is a deque of
@@ -36,6 +46,7 @@ scatter-gather ``sendmsg`` calls on writability.
 
 from __future__ import annotations
 
+import array
 import errno
 import itertools
 import logging
@@ -70,6 +81,9 @@ EAGER_FRAMES_BYTES = 64 * 1024 * 1024  # buffers allocated at a frame's announce
 MIN_READ = 64 * 1024
 READS_PER_WAKEUP = 64  # then wait for readability again, letting other tasks run
 SMALL_PACKET = 16 * 1024  # below this, header + payload are concatenated (cheaper than an iovec)
+MAX_HELD_FDS = 8  # descriptors a Unix face holds for commands still to come; more are closed
+MAX_FDS_PER_MSG = 4
+_ANC_SPACE = socket.CMSG_SPACE(MAX_FDS_PER_MSG * array.array("i").itemsize)
 
 _HEADER = struct.Struct(">I")
 _IOV_MAX = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024, 1024)
@@ -171,6 +185,8 @@ class StreamFace(Face):
         self.frame_timeout = DEFAULT_LIMITS.frame_timeout  # seconds a partial frame may take
         self._listener_counters: ListenerCounters | None = None  # the accepting listener's, if any
         self._on_release: Callable[[], None] | None = None  # the accepting listener's bookkeeping
+        self._fd_capable = sock.family == socket.AF_UNIX
+        self._held_fds: deque[int] = deque()  # received with SCM_RIGHTS, oldest first
 
     @property
     def send_queue_bytes(self) -> int:
@@ -208,16 +224,20 @@ class StreamFace(Face):
                 self._close_now(_describe(exc))
                 return
             if sent < framed:
-                size = self._header_size
-                if sent < size:
-                    self._queue.append(memoryview(header)[sent:])
-                    self._queue.append(wire)
-                else:
-                    self._queue.append(memoryview(wire)[sent - size :])
-                self._queued_bytes += framed - sent
-                self._wake_writer.set()
+                self._queue_rest(header, wire, sent)
         counters.out_packets += 1
         counters.out_bytes += n
+
+    def _queue_rest(self, header: bytes, wire: bytes, sent: int) -> None:
+        """Queue what the kernel did not take of a packet sent directly (`sent` bytes of header + wire)."""
+        size = self._header_size
+        if sent < size:
+            self._queue.append(memoryview(header)[sent:])
+            self._queue.append(wire)
+        else:
+            self._queue.append(memoryview(wire)[sent - size :])
+        self._queued_bytes += size + len(wire) - sent
+        self._wake_writer.set()
 
     async def run(self, on_receive: OnReceive) -> None:
         if self._running:
@@ -233,7 +253,67 @@ class StreamFace(Face):
         finally:
             self._close_now(self.close_reason or "run() ended")
 
+    @property
+    def can_pass_fds(self) -> bool:
+        """A Unix stream face: descriptors can travel over it (`send_with_fds`, `take_fd`)."""
+        return self._fd_capable
+
+    def take_fd(self) -> int | None:
+        """The oldest descriptor received and not yet taken (the caller owns
+        it from now on and must close it), or None."""
+        return self._held_fds.popleft() if self._held_fds else None
+
+    def _hold_fds(self, ancillary: list[tuple[int, int, bytes]], flags: int) -> None:
+        counters = self.counters
+        if flags & socket.MSG_CTRUNC:
+            counters.fds_refused += 1  # the kernel closed what did not fit
+        for level, kind, data in ancillary:
+            if level != socket.SOL_SOCKET or kind != socket.SCM_RIGHTS:
+                continue
+            fds = array.array("i")
+            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+            for fd in fds:
+                if len(self._held_fds) < MAX_HELD_FDS and not self.closed:
+                    self._held_fds.append(fd)
+                    counters.fds_received += 1
+                else:
+                    os.close(fd)
+                    counters.fds_refused += 1
+
+    async def send_with_fds(self, wire: bytes, fds: list[int]) -> None:
+        """Send one packet with `fds` attached (Unix faces only): the queue is
+        drained first so the descriptors travel with this packet's first
+        byte; the rest of the packet is queued like `send`'s.  The caller
+        keeps its own descriptors (the receiver gets copies)."""
+        if not self._fd_capable or not fds or len(fds) > MAX_FDS_PER_MSG:
+            raise ValueError("descriptors go over a Unix stream face, 1..%d per packet" % MAX_FDS_PER_MSG)
+        n = len(wire)
+        if n > self._max_packet:
+            raise ValueError(f"packet of {n} bytes exceeds {self._max_packet}")
+        header = self._header(n)
+        anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())]
+        while True:
+            if self.closed:
+                raise trio.ClosedResourceError(f"{self.remote_uri} is closed")
+            if not self._queue:
+                try:
+                    sent = self._sock.sendmsg((header, wire), anc)
+                    break
+                except BlockingIOError:
+                    pass
+                except OSError as exc:
+                    self._close_now(_describe(exc))
+                    raise trio.ClosedResourceError(f"{self.remote_uri}: {exc}") from None
+            await trio.lowlevel.wait_writable(self._sock)
+            self._flush()
+        if sent < self._header_size + n:
+            self._queue_rest(header, wire, sent)
+        self.counters.out_packets += 1
+        self.counters.out_bytes += n
+
     def _release(self) -> None:
+        while self._held_fds:
+            os.close(self._held_fds.popleft())
         self._queue.clear()
         self._queued_bytes = 0
         self._wake_writer.set()
@@ -287,6 +367,7 @@ class StreamFace(Face):
         sock = self._sock
         counters = self.counters
         frame = self.framing.frame
+        fd_capable = self._fd_capable
         buf = bytearray()  # allocated when the first bytes arrive
         view = memoryview(buf)
         start = end = 0  # buf[start:end] holds received, not yet delivered bytes
@@ -329,7 +410,12 @@ class StreamFace(Face):
                             view[:pending] = view[start:end]
                         start, end = 0, pending
                     try:
-                        got = sock.recv_into(view[end:])
+                        if fd_capable:
+                            got, ancillary, flags, _ = sock.recvmsg_into((view[end:],), _ANC_SPACE)
+                            if ancillary or flags & socket.MSG_CTRUNC:
+                                self._hold_fds(ancillary, flags)
+                        else:
+                            got = sock.recv_into(view[end:])
                     except BlockingIOError:
                         break
                     except OSError as exc:

@@ -96,16 +96,34 @@ Strictness
     unknown or out-of-order element is rejected if critical (type < 32 or
     odd) and skipped otherwise.  A VAR-NUMBER in a longer-than-necessary form
     is accepted (see `icnd.ndn.tlv`).
+
+Cost (a forwarder translates every packet of an NDN face)
+    One exchange puts the same name through the codec four times, so name
+    translations are memoised both ways (NDN Name TLV value -> icnd Name,
+    icnd components -> NDN Name TLV; only canonical names under 253 bytes,
+    bounded, see `_decode_name`), as are short MetaInfo and SignatureInfo
+    values.  A memo hit returns exactly what the general code computes, so
+    it changes the cost and nothing else; every check still runs on every
+    packet (digests, orders, lengths) except those a hit already proved for
+    the same bytes.  Decoded Data is re-signed in one msgpack call
+    (`_digest_signed_fast`, verified against `icnd.codec.signed_portion` at
+    import).  One-byte TLV headers are read inline; anything else takes
+    `read_tl`.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import msgpack
+
 from icnd.codec import MAX_HINTS, signed_portion, with_signature
+from icnd.codec import T_DATA as ICND_T_DATA
+from icnd.codec import VERSION as ICND_VERSION
 from icnd.errors import DecodeError
 from icnd.name import T_DIGEST, T_PARAMS, Name, params_digest, valid_wire_comps
 from icnd.packet import (
@@ -179,6 +197,7 @@ MAX_PIT_TOKEN = 32
 _U32 = (1 << 32) - 1
 _U16 = 0xFFFF
 _sha256 = hashlib.sha256
+_get_ident = threading.get_ident
 _DIGEST_SIG_INFO = b"\x16\x03\x1b\x01\x00"  # SignatureInfo{SignatureType 0 = DigestSha256}
 _NACK_REASONS = {int(r): r for r in NackReason}
 
@@ -343,21 +362,88 @@ def _has_params_comp(comps: Comps) -> bool:
 # --- names ------------------------------------------------------------------------------
 
 
+_TYPE_BYTE = [bytes((t,)) for t in range(256)]  # a component's type byte, without building it per component
+
+
 def _decode_comps(buf: bytes, start: int, end: int) -> Comps:
-    comps = []
+    comps: list[bytes] = []
+    append = comps.append
     pos = start
     while pos < end:
-        t, vs, ve = read_tl(buf, pos, end)
-        if t > 0xFF:
-            raise DecodeError(f"unsupported component type {t} (icnd component types are one byte)")
+        t = buf[pos]
+        # The common case inline (one-byte TYPE and LENGTH, the value inside the range); anything
+        # else takes `read_tl`, which accepts exactly the same headers and raises for the rest.
+        if t < 0xFD and t and pos + 1 < end and (n := buf[pos + 1]) < 0xFD and (ve := pos + 2 + n) <= end:
+            vs = pos + 2
+        else:
+            t, vs, ve = read_tl(buf, pos, end)
+            if t > 0xFF:
+                raise DecodeError(f"unsupported component type {t} (icnd component types are one byte)")
         if (t == T_DIGEST or t == T_PARAMS) and ve - vs != 32:
             raise DecodeError(f"digest component of type {t} has {ve - vs} bytes, not 32")
-        comps.append(bytes((t,)) + buf[vs:ve])
+        append(_TYPE_BYTE[t] + buf[vs:ve])
         pos = ve
     result = tuple(comps)
     if not valid_wire_comps(result):
         raise DecodeError(f"name of {len(result)} components exceeds icnd's name limits")
     return result
+
+
+# Name translation memo.  One exchange puts the same name through the codec
+# four times (Interest in and out, Data in and out), so each short name is
+# translated once: `_NAMES` maps the value of an NDN Name TLV (its component
+# TLVs) to ``(icnd Name, has a params-sha256 component)``, `_NAME_TLVS` the
+# icnd components to ``(whole Name TLV, has a params-sha256 component)``.
+# Invariant: an entry holds exactly what the slow path computes for its key,
+# so a hit changes nothing but the cost.  Only canonical (shortest-form)
+# encodings of names whose value is under 253 bytes (a one-byte LENGTH) are
+# memoised: both directions then agree byte for byte, and an entry is small.
+# Each memo is a plain dict emptied when it reaches `_NAME_MEMO_CAPACITY`
+# entries (cheaper than an LRU; the names in flight are simply translated
+# again), so it stays under ~2 MB.  Sharing between threads is safe: a race
+# loses entries, never returns a wrong one.
+_NAME_MEMO_CAPACITY = 2048
+_NAMES: dict[bytes, tuple[Name, bool]] = {}
+_NAME_TLVS: dict[Comps, tuple[bytes, bool]] = {}
+_names_get = _NAMES.get
+_name_tlvs_get = _NAME_TLVS.get
+
+
+def _clear_memos() -> None:
+    """Forget every memoised translation (tests compare cold and warm decoding with it)."""
+    _NAMES.clear()
+    _NAME_TLVS.clear()
+    _META_INFOS.clear()
+    _SIG_INFOS.clear()
+
+
+def _memoise_name(value: bytes, tlv: bytes, name: Name, has_params: bool) -> None:
+    if len(_NAMES) >= _NAME_MEMO_CAPACITY:
+        _NAMES.clear()
+    if len(_NAME_TLVS) >= _NAME_MEMO_CAPACITY:
+        _NAME_TLVS.clear()
+    _NAMES[value] = (name, has_params)
+    _NAME_TLVS[name.comps] = (tlv, has_params)
+
+
+def _decode_name(buf: bytes, at: int, vs: int, ve: int) -> tuple[Name, bool]:
+    """The icnd Name of the NDN Name TLV at ``buf[at:ve]`` (value ``buf[vs:ve]``), and
+    whether it has a params-sha256 component."""
+    if vs - at != 2:  # a LENGTH of 253 or more (or a non-minimal header): not memoised
+        comps = _decode_comps(buf, vs, ve)
+        return Name.from_wire(comps), _has_params_comp(comps)
+    key = buf[vs:ve]
+    hit = _names_get(key)
+    if hit is not None:
+        return hit
+    comps = _decode_comps(buf, vs, ve)
+    name = Name.from_wire(comps)
+    has_params = _has_params_comp(comps)
+    # every component TLV takes len(comp) + 1 bytes exactly when its header is the
+    # one-byte-TYPE, one-byte-LENGTH form: then this TLV is what `_name_tlv` writes
+    if ve - vs == sum(map(len, comps)) + len(comps):
+        _memoise_name(key, buf[at:ve], name, has_params)
+    return name, has_params
 
 
 def _comp_tlv(c: bytes) -> bytes:
@@ -373,7 +459,13 @@ def _comp_tlv(c: bytes) -> bytes:
 
 
 def _name_tlv(comps: Comps) -> bytes:
-    return encode_tlv(T_NAME, b"".join([_comp_tlv(c) for c in comps]))
+    hit = _name_tlvs_get(comps)
+    if hit is not None:
+        return hit[0]
+    tlv = encode_tlv(T_NAME, b"".join([_comp_tlv(c) for c in comps]))
+    if len(tlv) < 0xFD + 2 and valid_wire_comps(comps):  # what `_decode_name` would memoise
+        _memoise_name(tlv[2:], tlv, Name.from_wire(comps), _has_params_comp(comps))
+    return tlv
 
 
 def encode_ndn_name(name: Name) -> bytes:
@@ -407,7 +499,30 @@ def decode_ndn_name_value(buf: bytes, start: int, end: int) -> Name:
 # --- signature info -------------------------------------------------------------------
 
 
+# MetaInfo and SignatureInfo values repeat from packet to packet (python-ndn's Data all carry
+# ``ContentType 0, FreshnessPeriod 0`` and ``SignatureType 0``), so a short value is decoded once
+# and its (immutable) result memoised by the value bytes.  Errors are never memoised.
+_SMALL_VALUE = 64
+_VALUE_MEMO_CAPACITY = 256  # entries per memo; emptied when full, as the name memo
+_META_INFOS: dict[bytes, tuple[int, int, bytes | None]] = {}
+_SIG_INFOS: dict[bytes, NdnSignatureInfo] = {}
+
+
 def _decode_sig_info(buf: bytes, start: int, end: int) -> NdnSignatureInfo:
+    if end - start > _SMALL_VALUE:
+        return _parse_sig_info(buf, start, end)
+    key = buf[start:end]
+    info = _SIG_INFOS.get(key)
+    if info is None:
+        info = _parse_sig_info(buf, start, end)
+        if info.nonce is None and info.time_ms is None and info.seq_num is None:  # not unique per packet
+            if len(_SIG_INFOS) >= _VALUE_MEMO_CAPACITY:
+                _SIG_INFOS.clear()
+            _SIG_INFOS[key] = info
+    return info
+
+
+def _parse_sig_info(buf: bytes, start: int, end: int) -> NdnSignatureInfo:
     sig_type = key_locator = key_digest = nonce = time_ms = seq_num = None
     seen: set[int] = set()
     for t, vs, ve in iter_tlvs(buf, start, end):
@@ -550,7 +665,8 @@ def _decode_interest(
     if t != T_NAME:
         raise DecodeError(f"Interest must start with a Name, got type {t}")
     name_start, name_end = vs, ve
-    comps = _decode_comps(buf, vs, ve)
+    name, has_params = _decode_name(buf, start, vs, ve)
+    comps = name.comps
     if not comps:
         raise DecodeError("Interest name must have at least one component")
     can_be_prefix = must_be_fresh = False
@@ -566,7 +682,11 @@ def _decode_interest(
     pos = ve
     while pos < end:
         at = pos
-        t, vs, ve = read_tl(buf, pos, end)
+        t = buf[pos]
+        if t < 0xFD and t and pos + 1 < end and (n := buf[pos + 1]) < 0xFD and (ve := pos + 2 + n) <= end:
+            vs = pos + 2  # `read_tl`'s common case, inline (as in `_decode_comps`)
+        else:
+            t, vs, ve = read_tl(buf, pos, end)
         pos = ve
         r = _INTEREST_ORDER.get(t)
         if r is None or r <= rank:
@@ -609,7 +729,7 @@ def _decode_interest(
     if params is None:
         if sig_info is not None:
             raise DecodeError("signed Interest without ApplicationParameters")
-        if _has_params_comp(comps):
+        if has_params:
             raise DecodeError("params-sha256 component without ApplicationParameters")
     else:
         last = len(comps) - 1
@@ -629,9 +749,10 @@ def _decode_interest(
         comps = comps[:last] + (params_digest(_sha256(params).digest()),)
         if names is not None:
             names.remember_outbound(comps, ndn_comps, tail, params)
+        name = Name.from_wire(comps)
     return (
         new_interest(
-            Name.from_wire(comps),
+            name,
             new_nonce() if nonce is None else nonce,
             lifetime,
             hop_limit,
@@ -670,7 +791,7 @@ def _decode_data(buf: bytes, start: int, end: int, names: NdnNameMap | None) -> 
     t, vs, ve = read_tl(buf, start, end)
     if t != T_NAME:
         raise DecodeError(f"Data must start with a Name, got type {t}")
-    comps = _decode_comps(buf, vs, ve)
+    name, has_params = _decode_name(buf, start, vs, ve)
     content = b""
     content_type = 0
     freshness = 0
@@ -680,7 +801,11 @@ def _decode_data(buf: bytes, start: int, end: int, names: NdnNameMap | None) -> 
     rank = 0
     pos = ve
     while pos < end:
-        t, vs, ve = read_tl(buf, pos, end)
+        t = buf[pos]
+        if t < 0xFD and t and pos + 1 < end and (n := buf[pos + 1]) < 0xFD and (ve := pos + 2 + n) <= end:
+            vs = pos + 2  # `read_tl`'s common case, inline (as in `_decode_comps`)
+        else:
+            t, vs, ve = read_tl(buf, pos, end)
         pos = ve
         r = _DATA_ORDER.get(t)
         if r is None or r <= rank:
@@ -698,16 +823,72 @@ def _decode_data(buf: bytes, start: int, end: int, names: NdnNameMap | None) -> 
             has_sig_value = True
     if (sig_info is None) != (not has_sig_value):
         raise DecodeError("SignatureInfo and SignatureValue must come together")
-    if names is not None and _has_params_comp(comps):
-        comps = names.to_icnd(comps)
-    # Re-signed with DigestSha256 over icnd's encoding: what `DigestKey().sign` does, minus its copies.
-    unsigned = new_data(Name.from_wire(comps), content, content_type, freshness, final_block_id,
-                        SigType.DIGEST_SHA256, None, b"", None)
+    if names is not None and has_params:
+        comps = names.to_icnd(name.comps)
+        if comps is not name.comps:
+            name = Name.from_wire(comps)
+    return _digest_signed(name, content, content_type, freshness, final_block_id), sig_info
+
+
+def _digest_signed_slow(name: Name, content: bytes, content_type: int, freshness: int,
+                        final_block_id: bytes | None) -> Data:
+    """The Data signed with DigestSha256 over icnd's encoding: what `DigestKey().sign` does."""
+    unsigned = new_data(name, content, content_type, freshness, final_block_id, SigType.DIGEST_SHA256, None, b"",
+                        None)
     portion = signed_portion(unsigned)
-    return with_signature(unsigned, _sha256(portion).digest(), portion), sig_info
+    return with_signature(unsigned, _sha256(portion).digest(), portion)
+
+
+_MAIN_THREAD = threading.main_thread().ident
+_packer = msgpack.Packer(use_bin_type=True)
+_SIG_DIGEST = int(SigType.DIGEST_SHA256)
+
+
+def _digest_signed_fast(name: Name, content: bytes, content_type: int, freshness: int,
+                        final_block_id: bytes | None) -> Data:
+    """`_digest_signed_slow` in one msgpack call and one Data: the signed portion is the
+    Data's ten-element array minus its last element (``sig_value``), i.e. the packed nine
+    fields under a fixarray header of ten (0x9a) instead of nine (0x99); the signature
+    value is then one ``bin 8`` of 32 bytes (``c4 20``)."""
+    fields = [ICND_VERSION, ICND_T_DATA, name.comps, content_type, freshness, final_block_id, content,
+              _SIG_DIGEST, None]
+    packed = _packer.pack(fields) if _get_ident() == _MAIN_THREAD else msgpack.packb(fields, use_bin_type=True)
+    portion = b"\x9a" + packed[1:]
+    sig = _sha256(portion).digest()
+    return new_data(name, content, content_type, freshness, final_block_id, SigType.DIGEST_SHA256, None, sig,
+                    portion + b"\xc4\x20" + sig)
+
+
+def _fast_signing_agrees() -> bool:
+    """True if `_digest_signed_fast` builds what `_digest_signed_slow` builds, byte for byte
+    (checked once at import, so a change of icnd's Data layout falls back to the slow path
+    instead of producing wrong signatures)."""
+    samples = [(Name.from_wire((b"\x08a", b"\x08" + b"b" * 300)), b"x" * 100, 0, 0, None),
+               (Name.from_wire(()), b"", 2, 1000, b"\x32\x05"),
+               (Name.from_wire((b"\x08a",)), b"y" * 70000, 65535, (1 << 32) - 1, b"\x08" + b"z" * 200)]
+    try:
+        return all(_digest_signed_fast(*s).wire == _digest_signed_slow(*s).wire for s in samples)
+    except Exception:  # noqa: BLE001 -- any failure at all: use the slow path
+        return False
+
+
+_digest_signed = _digest_signed_fast if _fast_signing_agrees() else _digest_signed_slow
 
 
 def _decode_meta_info(buf: bytes, start: int, end: int) -> tuple[int, int, bytes | None]:
+    if end - start > _SMALL_VALUE:
+        return _parse_meta_info(buf, start, end)
+    key = buf[start:end]
+    meta = _META_INFOS.get(key)
+    if meta is None:
+        meta = _parse_meta_info(buf, start, end)
+        if len(_META_INFOS) >= _VALUE_MEMO_CAPACITY:
+            _META_INFOS.clear()
+        _META_INFOS[key] = meta
+    return meta
+
+
+def _parse_meta_info(buf: bytes, start: int, end: int) -> tuple[int, int, bytes | None]:
     content_type = 0
     freshness = 0
     final_block_id: bytes | None = None
@@ -835,8 +1016,29 @@ def _nonce_bytes(nonce: int) -> bytes:
     return nonce.to_bytes(4, "big")
 
 
+_SELECTORS = (b"", b"\x21\x00", b"\x12\x00", b"\x21\x00\x12\x00")  # [CanBePrefix + 2 * MustBeFresh]
+
+
 def _encode_interest(i: Interest, names: NdnNameMap | None) -> bytes:
     comps = i.name.comps
+    if i.app_params is None and not i.forwarding_hint:
+        # The common case (a memoised name without parameters, fields in range) in one join;
+        # anything else, including every error, takes the general path below.
+        hit = _name_tlvs_get(comps)
+        nonce = i.nonce
+        hop = i.hop_limit
+        if hit is not None and not hit[1] and comps and 0 <= nonce <= _U32 and 0 <= hop <= 255:
+            life = i.lifetime_ms
+            body = b"".join((
+                hit[0],
+                _SELECTORS[(1 if i.can_be_prefix else 0) + (2 if i.must_be_fresh else 0)],
+                b"\x0a\x04",
+                nonce.to_bytes(4, "big"),
+                b"" if life == DEFAULT_LIFETIME_MS else nni_tlv(T_INTEREST_LIFETIME, life),
+                bytes((T_HOP_LIMIT, 1, hop)),
+            ))
+            n = len(body)
+            return bytes((T_INTEREST, n)) + body if n < 0xFD else encode_tlv(T_INTEREST, body)
     if not comps:
         raise ValueError("an NDN Interest name needs at least one component")
     params = i.app_params
@@ -876,9 +1078,14 @@ def _encode_interest(i: Interest, names: NdnNameMap | None) -> bytes:
 
 def _encode_data(d: Data, names: NdnNameMap | None) -> bytes:
     comps = d.name.comps
-    if names is not None and _has_params_comp(comps):
-        comps = names.to_ndn(comps)
-    parts = [_name_tlv(comps)]
+    hit = _name_tlvs_get(comps)
+    if hit is not None and not hit[1]:  # a memoised name without params-sha256: nothing to translate
+        name_tlv = hit[0]
+    else:
+        if names is not None and _has_params_comp(comps):
+            comps = names.to_ndn(comps)
+        name_tlv = _name_tlv(comps)
+    parts = [name_tlv]
     meta = []
     if d.content_type:
         meta.append(nni_tlv(T_CONTENT_TYPE, int(d.content_type)))
@@ -889,10 +1096,12 @@ def _encode_data(d: Data, names: NdnNameMap | None) -> bytes:
     if meta:
         parts.append(encode_tlv(T_META_INFO, b"".join(meta)))
     if d.content:
-        parts.append(encode_tlv(T_CONTENT, d.content))
+        parts.append(encode_tlv(T_CONTENT, bytes(d.content)))  # (no copy when it is bytes already)
     parts.append(_DIGEST_SIG_INFO)
     portion = b"".join(parts)
-    return encode_tlv(T_DATA, portion + b"\x17\x20" + _sha256(portion).digest())
+    value = portion + b"\x17\x20" + _sha256(portion).digest()
+    n = len(value)
+    return bytes((T_DATA, n)) + value if n < 0xFD else encode_tlv(T_DATA, value)
 
 
 def ndn_signed_portion(wire: bytes) -> bytes:

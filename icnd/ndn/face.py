@@ -43,7 +43,7 @@ from icnd.faces.stream import (
 from icnd.faces.uri import FaceUri, format_inet_uri, parse_face_uri
 from icnd.name import T_PARAMS, Name
 from icnd.ndn.codec import IdlePacket, LpInfo, decode_ndn, default_name_map, encode_ndn, encode_ndn_nack
-from icnd.ndn.tlv import MAX_NDN_PACKET, frame_length
+from icnd.ndn.tlv import MAX_NDN_PACKET, frame_length_at
 from icnd.packet import Data, Interest, Nack, Packet
 
 log = logging.getLogger("icnd.ndn")
@@ -58,7 +58,7 @@ def _no_header(n: int) -> bytes:
 def _tlv_frame(view: memoryview, start: int, end: int) -> tuple[int, int] | None:
     """A whole TLV block is the packet; its header tells the length."""
     try:
-        total = frame_length(view[start:end])
+        total = frame_length_at(view, start, end)
     except DecodeError as exc:
         raise FramingError(str(exc)) from None
     return None if total is None else (start, start + total)

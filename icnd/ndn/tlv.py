@@ -85,6 +85,14 @@ def read_tl(buf: Buffer, offset: int, end: int) -> tuple[int, int, int]:
     header is truncated, the type is 0 or above 2**32-1, or the value runs past
     `end`.
     """
+    try:  # the common case first: one-byte TYPE (not 0) and LENGTH, the value inside the range
+        if offset + 1 < end:
+            t = buf[offset]
+            length = buf[offset + 1]
+            if 0 < t < 0xFD and length < 0xFD and offset + 2 + length <= end:
+                return t, offset + 2, offset + 2 + length
+    except IndexError:
+        pass  # `end` beyond the buffer: the general path below says what is wrong
     t, pos = read_varnum(buf, offset)
     if pos > end:
         raise DecodeError(f"truncated TLV-TYPE at offset {offset}")
@@ -117,30 +125,42 @@ def frame_length(buf: Buffer) -> int | None:
     above 2**32-1) or when the element would exceed `MAX_NDN_PACKET` bytes, so
     a stream face can give up on a peer at once instead of buffering.
     """
-    n = len(buf)
-    if n == 0:
+    return frame_length_at(buf, 0, len(buf))
+
+
+def frame_length_at(buf: Buffer, start: int, end: int) -> int | None:
+    """`frame_length` of ``buf[start:end]`` without slicing it (a stream face's
+    receive buffer, once per packet)."""
+    n = end - start
+    if n <= 0:
         return None
-    first = buf[0]
+    first = buf[start]
     if first < 0xFD:
-        t, pos = first, 1
+        if n >= 2:  # the common case: one-byte TYPE and LENGTH
+            length = buf[start + 1]
+            if length < 0xFD:
+                if first == 0:
+                    raise DecodeError("invalid TLV-TYPE 0 at the start of a frame")
+                return length + 2
+        t, pos = first, start + 1
     else:
         size = 2 if first == 0xFD else 4 if first == 0xFE else 8
         if n < 1 + size:
             return None
-        t, pos = int.from_bytes(buf[1 : 1 + size], "big"), 1 + size
+        t, pos = int.from_bytes(buf[start + 1 : start + 1 + size], "big"), start + 1 + size
     if t == 0 or t > MAX_TLV_TYPE:
         raise DecodeError(f"invalid TLV-TYPE {t} at the start of a frame")
-    if pos >= n:
+    if pos >= end:
         return None
     first = buf[pos]
     if first < 0xFD:
         length, pos = first, pos + 1
     else:
         size = 2 if first == 0xFD else 4 if first == 0xFE else 8
-        if n < pos + 1 + size:
+        if end < pos + 1 + size:
             return None
         length, pos = int.from_bytes(buf[pos + 1 : pos + 1 + size], "big"), pos + 1 + size
-    total = pos + length
+    total = pos - start + length
     if total > MAX_NDN_PACKET:
         raise DecodeError(f"frame of {total} bytes exceeds the NDN limit of {MAX_NDN_PACKET}")
     return total

@@ -93,7 +93,7 @@ class Manifest:
         )
 
     @classmethod
-    def decode(cls, name: Name, content: bytes) -> "Manifest":
+    def decode(cls, name: Name, content: bytes | memoryview) -> "Manifest":
         """Parse a manifest's content; `name` is the object name (no version)."""
         try:
             body = msgpack.unpackb(content, raw=False, max_bin_len=MAX_SEGMENTS * DIGEST_LEN,
@@ -191,7 +191,7 @@ class SegmentBuilder:
             raise OSError(f"{name}: short read ({got} of {length} bytes)")
         buffer[start + length:] = tail
         # content and wire are views of one buffer, not bytes objects (that would be two more copies)
-        return new_data(name, view[start:start + length],  # type: ignore[arg-type]  # bytes-like, read-only use
+        return new_data(name, view[start:start + length],
                         int(ContentType.BLOB), self.freshness_ms, self._final, int(SigType.DIGEST_SHA256), None, sig,
                         buffer)  # type: ignore[arg-type]  # bytes-like: the encoding is only ever sent
 

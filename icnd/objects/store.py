@@ -84,6 +84,8 @@ class ObjectStore:
         self.max_uploads = max_uploads
         self.upload_idle_s = upload_idle_s
         self.bytes_used = 0
+        # handed to local clients in shared memory (icnd.daemon.mgmt.objects); refused: too many at once
+        self.counters = {"object_shm_reads": 0, "object_shm_busy": 0, "object_shm_appends": 0}
         self._objects: dict[tuple[bytes, ...], StoredObject] = {}  # N/v=V -> object
         self._latest: dict[tuple[bytes, ...], tuple[bytes, ...]] = {}  # N -> N/v=V of the newest
         self._uploads: dict[str, Upload] = {}
@@ -160,7 +162,7 @@ class ObjectStore:
         upload.content_hash = hashlib.sha256()
         upload.sig_hash = upload.builder.sig_hasher(index, self._segment_length(upload, index))
 
-    def append(self, upload_id: str, offset: int, chunk: bytes) -> int:
+    def append(self, upload_id: str, offset: int, chunk: bytes | memoryview) -> int:
         upload = self._upload(upload_id)
         if offset != upload.received:
             raise ObjectStoreError(f"upload {upload_id}: expected offset {upload.received}, got {offset}")
@@ -277,6 +279,10 @@ class ObjectStore:
             if latest is not None:
                 return self._objects[latest].manifest_data
         return None
+
+    def stored(self, prefix: Name) -> StoredObject | None:
+        """The committed object whose versioned name is `prefix`, if stored here."""
+        return self._objects.get(prefix.comps)
 
     def _segment(self, obj: StoredObject, index: int) -> Data | None:
         manifest = obj.manifest

@@ -72,7 +72,7 @@ from icnd.core.fw.forwarder import clamp_lifetime
 from icnd.core.hooks import HOOK_FACE
 from icnd.errors import error_data
 from icnd.name import Name, generic
-from icnd.packet import ContentType, Data, Interest, Nack, NackReason, Packet, new_nonce
+from icnd.packet import ContentType, Data, Interest, Nack, NackReason, Packet, SigType, new_nonce
 from icnd.reduction.group import NODE, ReduceRequest, aggregate_prefix, contrib_name, request_params
 from icnd.reduction.segment import SegmentError, SegmentMeta, combine, nonfinite, pack, unpack
 from icnd.security import DigestKey
@@ -131,6 +131,7 @@ class AstEntry:
     deadline: float
     children: dict[tuple[bytes, ...], Child] = field(default_factory=dict)
     acc: np.ndarray | None = None
+    acc_owned: bool = False  # False: acc is still the first answer's read-only view (copied on the second)
     layout: tuple[str, tuple[int, ...]] | None = None
     nseg: int = 0
     contributors: set[int] = field(default_factory=set)
@@ -577,10 +578,12 @@ class Aggregator:
                     self._finish(e, now)
                     return
                 e.layout, e.nseg = layout, meta.nseg
-                e.acc = view.copy()
+                e.acc = view  # copied only when a second answer is combined into it
                 self.bytes_used += e.acc.nbytes
             elif layout == e.layout:
                 assert e.acc is not None  # set with e.layout
+                if not e.acc_owned:
+                    e.acc, e.acc_owned = e.acc.copy(), True
                 e.overflow |= combine(req.op, e.acc, view)
                 self.counters["agg_combined"] += 1
             e.contributors.update(got)
@@ -668,16 +671,17 @@ class Aggregator:
         meta = SegmentMeta(e.layout[0], e.layout[1], e.nseg, req.seg, tuple(sorted(e.contributors)), partial,
                            e.nonfinite or nonfinite(e.acc), e.overflow)
         content = pack(meta, e.acc)
-        if partial:
-            self.counters["agg_partials"] += 1
-            data = Data(e.name, content, ContentType.PARTIAL, freshness_ms=0)
-            # a consumer's answer is signed like a complete one (a digest-only Data verifies for no
-            # consumer: #16); a subtree's partial for a parent aggregator keeps the digest
-            data = self.signer(data) if req.subset is None else _digest.sign(data)
+        ctype = ContentType.PARTIAL if partial else ContentType.AGGREGATE
+        self.counters["agg_partials" if partial else "agg_results"] += 1
+        if req.subset is None:
+            # the consumers' answer: signed by this node (a partial too: a digest-only Data
+            # verifies for no consumer, #16); cached unless partial
+            fresh = 0 if partial else AGGREGATE_FRESHNESS_MS
+            data = self.signer(Data(e.name, content, ctype, freshness_ms=fresh))
         else:
-            self.counters["agg_results"] += 1
-            data = Data(e.name, content, ContentType.AGGREGATE, freshness_ms=AGGREGATE_FRESHNESS_MS)
-            data = self.signer(data) if req.subset is None else _digest.sign(data)
+            # a subtree's sum for the parent aggregator: not signed end to end, never cached
+            # (issue #18: one hash per byte at the rendezvous, none per hop; docs/reduction.md)
+            data = Data(e.name, content, ctype, freshness_ms=0, sig_type=SigType.PER_HOP)
         fw.on_incoming_data(self.face, data, now)
 
     # --- RTT per next hop (RFC 6298) ---------------------------------------------------------------
@@ -747,7 +751,7 @@ def _error_of(data: Data) -> tuple[str, str, list]:
         body = msgpack.unpackb(data.content, raw=False, max_bin_len=0, max_str_len=4096)
         code, message = str(body.get("code", "error")), str(body.get("message", ""))
     except Exception:
-        return "error", data.content[:200].decode("utf-8", "replace"), []
+        return "error", bytes(data.content[:200]).decode("utf-8", "replace"), []
     layouts = []
     for item in body.get("layouts") or []:
         try:

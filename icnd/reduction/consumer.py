@@ -13,6 +13,7 @@ other segments leave out the members it lacked (docs/reduction.md, D12).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from functools import partial as bind
 from typing import Any, Awaitable, Callable, Sequence
@@ -24,12 +25,13 @@ import trio
 from icnd.codec import decode, encode
 from icnd.endpoint import Endpoint
 from icnd.errors import Error, Nacked, Timeout, raise_for_error
+from icnd.faces import shm
 from icnd.name import Name
 from icnd.objects.fetch import verified
 from icnd.packet import Data, Interest, NackReason
 from icnd.security import DigestKey
 from icnd.reduction.group import CONSUMER_OPS, GroupDescriptor, contrib_name, reduce_interest, remote_contribute_name
-from icnd.reduction.segment import SegmentError, SegmentMeta, check_dtype, pack, plan, unpack
+from icnd.reduction.segment import SegmentError, SegmentMeta, check_dtype, pack, plan, segment_head, unpack
 
 RETX = 0.5  # seconds between re-sent aggregate requests
 # with partial=True, the share of the timeout kept after segment 0 for the other
@@ -38,6 +40,7 @@ PARTIAL_RESERVE = 0.25
 WINDOW = 8
 CONTRIBUTE_WINDOW = 4
 CONTRIB_FRESHNESS_MS = 60_000
+SHM_MIN = 64 * 1024  # a contribution this large goes to the client's own node in shared memory
 _digest = DigestKey()
 
 
@@ -100,7 +103,8 @@ class Reduced:
 
 async def group_descriptor(ep: Endpoint, group: str, version: int | None = None,
                            ) -> tuple[GroupDescriptor, bytes]:
-    info = await ep.command("group", "show", name=group, **({} if version is None else {"version": version}))
+    args: dict[str, Any] = {} if version is None else {"version": version}
+    info = await ep.command("group", "show", name=group, **args)
     wire = info["descriptor"]
     data = decode(wire)
     assert isinstance(data, Data)
@@ -151,10 +155,22 @@ async def create_group(ep: Endpoint, name: str, members: Sequence[str], *, rende
     return {k: v for k, v in info.items() if k not in ("descriptor", "key")}
 
 
-async def contribute(ep: Endpoint, group: str, rnd: int, array: Any, member: str | None,
-                     timeout: float = 30.0) -> dict:
+async def allreduce(ep: Endpoint, group: str, rnd: int, array: Any, op: str, member: str | None,
+                    timeout: float) -> np.ndarray:
+    """`contribute`, then `reduce` of the same (latest) group version: the
+    descriptor is asked for once."""
     deadline = trio.current_time() + timeout
-    desc, _ = await group_descriptor(ep, group)
+    described = await group_descriptor(ep, group)
+    await contribute(ep, group, rnd, array, member, timeout, described=described)
+    result = await reduce(ep, group, rnd, op, timeout=max(0.1, deadline - trio.current_time()), partial=False,
+                          described=described)
+    return result.array
+
+
+async def contribute(ep: Endpoint, group: str, rnd: int, array: Any, member: str | None,
+                     timeout: float = 30.0, *, described: tuple[GroupDescriptor, bytes] | None = None) -> dict:
+    deadline = trio.current_time() + timeout
+    desc, _ = described or await group_descriptor(ep, group)
     me = await node_id(ep)
     member = member or me
     try:
@@ -171,6 +187,12 @@ async def contribute(ep: Endpoint, group: str, rnd: int, array: Any, member: str
         raise ValueError(f"{arr.nbytes} bytes exceeds group {group}'s limit of {desc.max_bytes} per contribution")
     seg_elems, nseg, _ = plan(dt, arr.shape, desc.seg_bytes)
     flat = arr.reshape(-1)
+    if m.node == me and arr.nbytes >= SHM_MIN and ep.passes_fds():
+        # the whole contribution in one sealed shared-memory segment and one command (issue #18)
+        added = await _contribute_shm(ep, group, rnd, member, dt, arr.shape, flat, seg_elems, nseg,
+                                      max(0.1, deadline - trio.current_time()))
+        return {"group": group, "round": rnd, "member": member, "segments": nseg, "added": added,
+                "dtype": dt.str, "shape": list(arr.shape)}
     added = 0
 
     async def send(s: int) -> None:
@@ -193,6 +215,35 @@ async def contribute(ep: Endpoint, group: str, rnd: int, array: Any, member: str
             "dtype": dt.str, "shape": list(arr.shape)}
 
 
+async def _contribute_shm(ep: Endpoint, group: str, rnd: int, member: str, dt: np.dtype, shape: tuple[int, ...],
+                          flat: np.ndarray, seg_elems: int, nseg: int, timeout: float) -> int:
+    """Hand a contribution to this client's own node in shared memory: every
+    segment's content (`pack`'s format) back to back in one sealed memory
+    file, passed with one ``reduce/contribute-shm`` command; the node serves
+    views of it (nothing copied, nothing hashed; `icnd.faces.shm`)."""
+    heads = [segment_head(SegmentMeta(dt.str, shape, nseg, s)) for s in range(nseg)]
+    spans: list[list[int]] = []
+    offset = 0
+    for s, head in enumerate(heads):
+        n = len(head) + min(seg_elems, flat.size - s * seg_elems) * dt.itemsize
+        spans.append([offset, n])
+        offset += n
+
+    def fill(fd: int) -> None:
+        raw = memoryview(flat.view(np.uint8).data)
+        per = seg_elems * dt.itemsize
+        for s, (head, (at, n)) in enumerate(zip(heads, spans)):
+            shm.write_all(fd, [head, raw[s * per:s * per + n - len(head)]], at)
+
+    fd = shm.create_sealed(offset, fill, name=f"icnd-contrib-{group}")
+    try:
+        result = await ep.command("reduce", "contribute-shm", fds=[fd], timeout=timeout, group=group, round=rnd,
+                                  member=member, size=offset, segments=spans)
+    finally:
+        os.close(fd)  # the node holds its own copy of the descriptor (or its mapping) by now
+    return int(result["added"])
+
+
 async def _contribute_remote(ep: Endpoint, node: str, member: str, data: Data, timeout: float) -> dict:
     """One contribution segment to `member`'s node `node`: an Interest
     ``/node/<node>/member/<member>/contribute`` carrying the segment's Data."""
@@ -205,11 +256,12 @@ async def _contribute_remote(ep: Endpoint, node: str, member: str, data: Data, t
 
 
 async def reduce(ep: Endpoint, group: str, rnd: int, op: str, *, timeout: float, partial: bool,
-                 version: int | None = None, window: int = WINDOW) -> Reduced:
+                 version: int | None = None, window: int = WINDOW,
+                 described: tuple[GroupDescriptor, bytes] | None = None) -> Reduced:
     if op not in CONSUMER_OPS:
         raise ValueError(f"unknown op {op!r}; known: {', '.join(CONSUMER_OPS)}")
     deadline = trio.current_time() + timeout
-    desc, wire = await group_descriptor(ep, group, version)
+    desc, wire = described or await group_descriptor(ep, group, version)
     net_op = "sum" if op == "mean" else op
     fetch = _Fetcher(ep, desc, wire, net_op, rnd, partial, deadline)
     if partial:  # segment 0 waits for stragglers only so long, leaving time for the other segments

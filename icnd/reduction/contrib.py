@@ -43,11 +43,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from icnd.faces import shm
 from icnd.errors import Error
 from icnd.packet import Data, Interest, Nack, NackReason, SigType
 from icnd.security import KEY_ID_LEN, DigestKey, Ed25519VerifyKey, signed_portion
 from icnd.reduction.group import GroupDescriptor, parse_contrib_name
-from icnd.core.tables.cs import data_size
 from icnd.reduction.segment import SegmentError, unpack
 
 MAX_GROUPS = 1024
@@ -264,6 +264,14 @@ def _check_signature(data: Data, public_key: bytes) -> None:
         raise ReductionError(403, "bad signature on the group descriptor")
 
 
+def held_size(data: Data) -> int:
+    """The memory a stored segment holds: its content and, if it has one, its
+    encoding (a contribution handed over in shared memory has none, and is
+    never encoded to be stored: issue #18)."""
+    wire = data.wire
+    return len(data.content) + (len(wire) if wire is not None else 0) + 256
+
+
 @dataclass(slots=True)
 class Contribution:
     layout: tuple[str, tuple[int, ...]]
@@ -290,7 +298,7 @@ class ContributionStore:
         self.counters = {"contrib_rounds": 0, "contrib_segments": 0, "contrib_refused": 0,
                          "contrib_served": 0, "contrib_held": 0, "contrib_evicted": 0,
                          "contrib_refused_window": 0, "contrib_remote_displaced": 0,
-                         "contrib_refused_untrusted": 0}
+                         "contrib_refused_untrusted": 0, "contrib_shm": 0, "contrib_shm_refused": 0}
 
     def __len__(self) -> int:
         return sum(len(r) for r in self._store.values())
@@ -372,7 +380,7 @@ class ContributionStore:
                 return False
             raise ReductionError(409, f"{member} already contributed different data to {group} round {rnd} "
                                       f"(segment {seg}); contributions are immutable")
-        size = data_size(data)  # the encoding and the content: the memory it holds
+        size = held_size(data)
         # every check before any eviction: a refused contribution evicts nothing
         window_victim = self._window_victim(key, rnd, local) if rnd not in rounds else None
         self._make_room(size, key, rnd, local, window_victim)
@@ -494,5 +502,5 @@ class ContributionStore:
     def stats(self, now: float) -> dict[str, int]:
         self._purge(now)
         self.groups.expire()
-        return {"contributions": len(self), "contribution_bytes": self.bytes_used,
+        return {"contributions": len(self), "contribution_bytes": self.bytes_used, "shm_mappings": shm.live_mappings(),
                 "contributions_waiting": len(self.pending), "groups": len(self.groups)}

@@ -142,7 +142,7 @@ class GroupDescriptor:
         ])
 
     @classmethod
-    def from_content(cls, content: bytes) -> "GroupDescriptor":
+    def from_content(cls, content: bytes | memoryview) -> "GroupDescriptor":
         try:
             fields = msgpack.unpackb(content, raw=False, max_bin_len=0, max_str_len=256,
                                      max_array_len=MAX_MEMBERS * 2 + 16, max_map_len=0)

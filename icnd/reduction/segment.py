@@ -76,13 +76,18 @@ class SegmentMeta:
         return f"{np.dtype(self.dtype)} {self.shape}"
 
 
-def pack(meta: SegmentMeta, payload: Any) -> bytes:
+def segment_head(meta: SegmentMeta) -> bytes:
+    """What precedes a segment's payload: the header's length and the header."""
     header = msgpack.packb({"t": meta.dtype, "s": list(meta.shape), "n": meta.nseg, "i": meta.seg,
                             "m": list(meta.members), "p": meta.partial, "x": meta.nonfinite, "o": meta.overflow})
-    return b"".join((HEADER.pack(len(header)), header, memoryview(payload).cast("B")))
+    return HEADER.pack(len(header)) + header
 
 
-def unpack(content: bytes, *, seg_bytes: int, max_bytes: int, n_members: int) -> tuple[SegmentMeta, np.ndarray]:
+def pack(meta: SegmentMeta, payload: Any) -> bytes:
+    return b"".join((segment_head(meta), memoryview(payload).cast("B")))
+
+
+def unpack(content: bytes | memoryview, *, seg_bytes: int, max_bytes: int, n_members: int) -> tuple[SegmentMeta, np.ndarray]:
     """The header and a read-only view of the payload; SegmentError if anything is off."""
     if len(content) < HEADER.size:
         raise SegmentError("segment shorter than its header")

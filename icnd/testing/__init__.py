@@ -1,8 +1,8 @@
 """Helpers for tests of icnd and of applications built on it: real processes
 started, awaited and cleaned up.
 
-    processes.py   `Daemon` (an ``icnd run`` subprocess, ready when it answers
-                   ``status``), `run_cli` (``python -m icnd ...``), `gone`,
+    processes.py   `Daemon` (an ``icnd run`` subprocess, ready when it prints
+                   ``ready`` and answers ``status``), `run_cli` (``python -m icnd ...``), `gone`,
                    `wait_exit`, `short_tempdir` (room for Unix socket paths)
     topology.py    `start_background`: ``icnd topo up`` in a child process,
                    returned once its state file says ready

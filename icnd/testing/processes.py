@@ -103,7 +103,7 @@ class Daemon:
     ``Daemon(workdir, "--name", "/node/a", ...)`` starts it at once (the
     socket ``<workdir>/<name>.sock``, stdout ``<name>.out``, stderr
     ``<name>.log``); `wait_ready` (plain code) or `until_ready` (trio) waits
-    until it answers ``status``; `stop` and `kill` end it.  The owner must end
+    until it prints ``ready`` and answers ``status``; `stop` and `kill` end it.  The owner must end
     it (a fixture's finalizer), whatever happens."""
 
     def __init__(self, workdir: str | os.PathLike[str], *args: str, name: str = "t") -> None:
@@ -115,6 +115,7 @@ class Daemon:
         self.stderr_path = workdir / f"{name}.log"
         self.status: dict[str, Any] = {}
         with open(self.stdout_path, "ab") as out, open(self.stderr_path, "ab") as err:
+            self._stdout_start = out.tell()  # an earlier run's "ready" (a restart) is not this one's
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "icnd", "run", "--socket", str(self.sock), *args],
                 stdout=out, stderr=err, env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -138,14 +139,24 @@ class Daemon:
             status: dict[str, Any] = await client.status()
             return status
 
+    def said_ready(self) -> bool:
+        """Whether it printed ``ready`` on stdout: it serves, its configured faces made and functions
+        hosted (its socket answers ``status`` a little earlier, while those are still being set up)."""
+        with open(self.stdout_path, "rb") as out:
+            out.seek(self._stdout_start)
+            return b"ready\n" in out.read().splitlines(keepends=True)
+
     async def until_ready(self, timeout: float = 15.0) -> dict[str, Any]:
-        """Its ``status``, once it answers; `DaemonNotReady` if it exits or `timeout` passes."""
+        """Its ``status``, once it said ``ready`` and answers; `DaemonNotReady` if it exits or `timeout` passes."""
         try:
             with trio.fail_after(timeout):
                 while True:
                     if self.proc.poll() is not None:
                         raise DaemonNotReady(
                             f"daemon {self.name} exited with {self.proc.returncode}: {self.log_tail()}")
+                    if not self.said_ready():
+                        await trio.sleep(0.05)
+                        continue
                     try:
                         self.status = await self.get_status()
                         return self.status

@@ -99,7 +99,6 @@ __all__ = [
     "NodeHandle",
     "default_workdir",
     "launch",
-    "main_up",
     "topo_down",
     "topo_up",
 ]
@@ -1062,38 +1061,6 @@ async def topo_up(
 
 def _error(message: str) -> None:
     print(f"icnd: error: {message}", file=sys.stderr, flush=True)
-
-
-def main_up(path: str, *, netns: bool = False, workdir: str | None = None, log_level: str = "info") -> int:
-    """``icnd topo up FILE [--netns] [--workdir DIR]``: returns the exit code.
-
-    Without ``--workdir`` the topology lives in `default_workdir()` (cleared of
-    the previous run's node files first, kept afterwards for its logs).
-    ``--netns`` where namespaces are unavailable prints why and falls back
-    to processes on loopback."""
-    try:
-        spec = load(path)
-    except TopologyError as exc:
-        _error(str(exc))
-        return 2
-    if netns:
-        try:
-            _netns.check_available(need_tc=any(link.bandwidth_mbps > 0 for link in spec.links))
-        except _netns.NetnsUnavailable as exc:
-            print(f"icnd: {exc}; falling back to processes on loopback", file=sys.stderr, flush=True)
-            netns = False
-    clean = workdir is None
-    wd = workdir or default_workdir()
-    try:
-        trio.run(lambda: topo_up(spec, workdir=wd, netns=netns, log_level=log_level,
-                                 ready_callback=lambda net: _print_ready(net, sys.stdout), clean_workdir=clean))
-    except (LaunchError, _netns.NetnsError) as exc:
-        _error(str(exc))
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    print("topology stopped", flush=True)
-    return 0
 
 
 def topo_down(workdir: str | os.PathLike[str] | None = None, *, timeout: float = 30.0) -> int:

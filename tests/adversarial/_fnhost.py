@@ -39,6 +39,9 @@ class CallerEndpoint:
     async def verify(self, data: Data) -> None:
         self.keychain.verify(data)
 
+    def passes_fds(self) -> bool:  # not a local Unix connection: no shared memory
+        return False
+
     async def express(self, interest: Interest, *, timeout: float, retx: float | None = None) -> Data:
         answer = await self.host._on_call(interest)
         if isinstance(answer, Nack):

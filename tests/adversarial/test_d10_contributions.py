@@ -18,7 +18,7 @@ import pytest
 import msgpack
 
 from icnd.codec import encode
-from icnd.core.tables.cs import data_size
+from icnd.reduction.contrib import held_size as data_size  # the store's own accounting
 from icnd.name import Name
 from icnd.packet import ContentType, Data, Interest
 from icnd.reduction.contrib import ContributionStore, GroupTable, ReductionError

@@ -54,6 +54,9 @@ class SimEndpoint:
     async def verify(self, data: Data, **kw: Any) -> None:
         return None
 
+    def passes_fds(self) -> bool:  # not a local Unix connection: no shared memory
+        return False
+
     async def express(self, interest: Interest, *, timeout: float, retx: float | None = None) -> Data:
         event, box = trio.Event(), []
         self.waiting[interest.name] = (event, box)

@@ -10,6 +10,7 @@ writes a temporary file in the same directory and renames it on success only.
 from __future__ import annotations
 
 import hashlib
+import types
 import os
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from icnd.objects.manifest import Manifest
 from icnd.name import version
 
 SEG = 4096
+_NO_SHM = types.SimpleNamespace(passes_fds=lambda: False)  # an endpoint without shared memory
 BLOB = bytes(range(256)) * 64  # 16 KiB: 4 segments
 
 
@@ -35,7 +37,7 @@ def _patch(monkeypatch: pytest.MonkeyPatch, *, complete: bool) -> None:
     async def fake_manifest(ep, name, **kw):  # type: ignore[no-untyped-def]
         return _manifest()
 
-    async def fake_fetch_into(ep, manifest, sink, progress):  # type: ignore[no-untyped-def]
+    async def fake_fetch_into(ep, manifest, sink, progress, stats=None):  # type: ignore[no-untyped-def]
         sink.write(0, BLOB[:SEG])  # the first segment arrives ...
         if complete:
             for off in range(SEG, len(BLOB), SEG):
@@ -55,7 +57,7 @@ async def test_timeout_midway_leaves_no_file(tmp_path: Path, monkeypatch: pytest
     _patch(monkeypatch, complete=False)
     out = tmp_path / "obj.bin"
     with pytest.raises(Timeout):
-        await fetch_mod.fetch_object(None, _name(), timeout=0.3, out=out)  # type: ignore[arg-type]
+        await fetch_mod.fetch_object(_NO_SHM, _name(), timeout=0.3, out=out)  # type: ignore[arg-type]
     assert not out.exists(), "a partial file was left under the final name"
     assert os.listdir(tmp_path) == [], "the temporary file was not removed"
 
@@ -65,7 +67,7 @@ async def test_timeout_midway_keeps_an_existing_file(tmp_path: Path, monkeypatch
     out = tmp_path / "obj.bin"
     out.write_bytes(b"previous contents")
     with pytest.raises(Timeout):
-        await fetch_mod.fetch_object(None, _name(), timeout=0.3, out=out)  # type: ignore[arg-type]
+        await fetch_mod.fetch_object(_NO_SHM, _name(), timeout=0.3, out=out)  # type: ignore[arg-type]
     assert out.read_bytes() == b"previous contents"
     assert os.listdir(tmp_path) == ["obj.bin"]
 
@@ -75,7 +77,7 @@ async def test_success_writes_the_whole_file(tmp_path: Path, monkeypatch: pytest
     out = tmp_path / "obj.bin"
     out.write_bytes(b"old")
     os.chmod(out, 0o640)
-    assert await fetch_mod.fetch_object(None, _name(), timeout=5, out=out) == b""  # type: ignore[arg-type]
+    assert await fetch_mod.fetch_object(_NO_SHM, _name(), timeout=5, out=out) == b""  # type: ignore[arg-type]
     assert out.read_bytes() == BLOB
     assert out.stat().st_mode & 0o777 == 0o640  # the replaced file keeps its mode
     assert os.listdir(tmp_path) == ["obj.bin"]

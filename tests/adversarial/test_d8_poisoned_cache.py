@@ -49,6 +49,9 @@ class FakeNodeEndpoint:
         self.upstream_asked = 0
         self.streams: dict[tuple[bytes, ...], Callable[[Data], None]] = {}
 
+    def passes_fds(self) -> bool:  # not a local Unix connection: no shared memory
+        return False
+
     async def express(self, interest: Interest, *, timeout: float = 4.0, retx: float | None = 1.0) -> Data:
         now = trio.current_time()
         hit = self.cs.lookup(interest, now)

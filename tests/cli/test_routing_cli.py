@@ -3,7 +3,8 @@ what is printed, exit codes -- with the node replaced by canned answers.
 
 `icnd.cli.session.command` is the one place a management command leaves the
 CLI; here it records the command and returns (or refuses with) a canned
-result, so these tests see exactly what `main` sends and prints.  The same
+result (the `node` fixture of conftest.py), so these tests see exactly what
+`main` sends and prints.  The same
 commands against a real daemon are in tests/integration.
 """
 
@@ -14,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from icnd.cli import build_parser, main, session
+from icnd.cli import build_parser, main
 from icnd.cli.errors import CliError
 from icnd.cli.routing import PREFIXES_WIDTH, routing_text
+from tests.cli.conftest import FakeNode
 
 STATUS: dict[str, Any] = {
     "name": "/node/a",
@@ -52,28 +54,6 @@ link-state database
   /node/b  1700000000123  1.2s     2    23  /node/b, /videos/cats, /fn/matmul, /data/set0, /data/set1 (+18 more)
 
 announced: /node/a, /x"""
-
-
-class FakeNode:
-    """Stands in for `session.command`: records each command, answers from `results`."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[str | None, str, str, dict[str, Any]]] = []
-        self.results: dict[tuple[str, str], Any] = {}
-
-    def command(self, socket: str | None, module: str, verb: str, **params: Any) -> Any:
-        self.sent.append((socket, module, verb, params))
-        result = self.results[(module, verb)]
-        if isinstance(result, CliError):
-            raise result
-        return result
-
-
-@pytest.fixture
-def node(monkeypatch: pytest.MonkeyPatch) -> FakeNode:
-    fake = FakeNode()
-    monkeypatch.setattr(session, "command", fake.command)
-    return fake
 
 
 def test_routing_prints_neighbours_the_lsdb_and_the_announced_prefixes(node: FakeNode, capsys) -> None:

@@ -124,6 +124,7 @@ async def test_diamond_call_survives_the_cheaper_middle_node_dying(workdir, star
     async with connect(d.socket, key=key, cert=self_signed(key)) as host_client, \
             host_client.host({"/fn/double": double}), connect(a.socket) as caller:
         await until_routed(a, ["/node/d", "/fn/double", "/node/b", "/node/c"])
+        await until_routed(b, ["/fn/double"])  # converged on the path too (a may compute before b does)
         hops = await routed(a, "/fn/double")
         assert min(h["cost"] for h in hops) == 2  # through b
         assert await caller.call("/fn/double", 21, timeout=10) == 42

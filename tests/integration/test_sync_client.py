@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 import icnd
@@ -36,3 +38,47 @@ def test_sync_publish_fetch_serve_and_errors(daemon) -> None:
 def test_sync_connect_to_missing_socket_fails_clearly(tmp_path) -> None:
     with pytest.raises(icnd.Error, match="cannot connect"):
         icnd.sync.connect(str(tmp_path / "nothing.sock"), timeout=1)
+
+
+def double(x: int) -> int:
+    return 2 * x
+
+
+def test_sync_host_serve_and_contexts_enter_and_leave_in_the_client_loop(daemon) -> None:
+    """`host` and `serve` (async context managers) and `reflexive`/`stream`
+    (context managers) work as plain `with` blocks; leaving them stops serving."""
+    key = Ed25519Key.generate(icnd.Name("/synchost"))
+    with icnd.sync.connect(daemon, key=key, cert=self_signed(key)) as host, icnd.sync.connect(daemon) as caller:
+        with host.host({"/fn/double": double}) as functions:
+            assert functions is not None  # the FunctionHost, as `async with c.host(...) as h` gives
+            assert caller.call("/fn/double", 21) == 42
+        with pytest.raises(icnd.Nacked):
+            caller.call("/fn/double", 1, timeout=2)
+        with host.serve("/synchost/a", lambda interest: b"a"), host.serve("/synchost/b", lambda interest: b"b"):
+            assert caller.fetch("/synchost/b/1").content == b"b"
+            assert caller.fetch("/synchost/a/1").content == b"a"
+        with pytest.raises(icnd.Nacked):
+            caller.fetch("/synchost/a/2", timeout=2)
+        with host.reflexive(b"\x01", lambda interest: None), host.stream(icnd.Name("/synchost/s"), print):
+            assert b"\x01" in host.client._reflexive and icnd.Name("/synchost/s").comps in host.client._streams
+        assert not host.client._reflexive and not host.client._streams
+        assert host.sign(icnd.Data("/synchost/x", b"x")).sig_value  # a plain method, run in the client loop
+        assert host.node_name() == icnd.Name("/node/s")
+        assert host.socket_path == daemon  # attributes read through
+
+
+def test_sync_errors_keep_their_types_and_a_closed_client_says_so(daemon) -> None:
+    c = icnd.sync.connect(daemon)
+    with icnd.sync.connect(daemon) as other, pytest.raises(icnd.Timeout):
+        with c.serve("/sync/silent", lambda interest: None):
+            other.fetch("/sync/silent/x", timeout=0.5)
+    with pytest.raises(ValueError, match="at least one component"):
+        with c.host({"/": double}):
+            pass
+    c.close()
+    assert not [t for t in threading.enumerate() if t.name == "icnd-client"]  # its thread ended
+    with pytest.raises(icnd.Error, match="closed"):
+        c.status()
+    with pytest.raises(icnd.Error, match="closed"):
+        with c.serve("/sync/late", lambda interest: b""):
+            pass

@@ -1155,3 +1155,185 @@ def test_we_decode_python_ndn_packets(pyndn) -> None:  # type: ignore[no-untyped
     assert (got.name, got.content, got.freshness_ms) == (Name("/d"), b"c", 10)
     nack, lp = dec(bytes(make_network_nack(pyndn.make_interest("/n", pyndn.InterestParam(nonce=9)), 100)))
     assert nack == Nack(Name("/n"), 9, NackReason.DUPLICATE)
+
+
+# --- fast paths and memos: the same answers as the general code, cold or warm ---------------------------------------
+#
+# The codec reads one-byte TLV headers inline, memoises name translations (NDN Name TLV <-> icnd Name) and short
+# MetaInfo / SignatureInfo values, and re-signs decoded Data in one msgpack call.  Each shortcut must give exactly
+# what the general code gives, and accept and reject exactly the same inputs.
+
+import icnd.ndn.codec as ndn_codec  # noqa: E402
+from icnd.ndn.tlv import frame_length_at  # noqa: E402
+from icnd.security import DigestKey  # noqa: E402
+
+
+def _reference_read_tl(buf: bytes, offset: int, end: int) -> tuple[int, int, int]:
+    """`read_tl` without its inline fast path (the general code, as it was)."""
+    t, pos = read_varnum(buf, offset)
+    if pos > end:
+        raise DecodeError("truncated")
+    if t == 0 or t > 2**32 - 1:
+        raise DecodeError("invalid type")
+    length, pos = read_varnum(buf, pos)
+    if pos + length > end:
+        raise DecodeError("runs past")
+    return t, pos, pos + length
+
+
+def _outcome(f, *args):  # type: ignore[no-untyped-def]
+    try:
+        return f(*args)
+    except DecodeError:
+        return DecodeError
+
+
+@PROPS
+@given(st.binary(max_size=24), st.data())
+def test_prop_read_tl_fast_path_matches_the_general_code(buf: bytes, data: st.DataObject) -> None:
+    offset = data.draw(st.integers(0, len(buf)))
+    end = data.draw(st.integers(0, len(buf) + 3))  # an `end` past the buffer too
+    for b in (buf, bytearray(buf), memoryview(buf)):
+        assert _outcome(read_tl, b, offset, end) == _outcome(_reference_read_tl, buf, offset, end)
+
+
+@PROPS
+@given(st.binary(max_size=24), st.data())
+def test_prop_frame_length_at_is_frame_length_of_the_slice(buf: bytes, data: st.DataObject) -> None:
+    start = data.draw(st.integers(0, len(buf)))
+    end = data.draw(st.integers(start, len(buf)))
+    assert _outcome(frame_length_at, memoryview(buf), start, end) == _outcome(frame_length, buf[start:end])
+
+
+def _reference_decode_comps(buf: bytes, start: int, end: int) -> tuple[bytes, ...]:
+    comps = []
+    for t, vs, ve in iter_tlvs(buf, start, end):
+        if t > 0xFF:
+            raise DecodeError("unsupported component type")
+        if t in (1, 2) and ve - vs != 32:
+            raise DecodeError("digest size")
+        comps.append(bytes((t,)) + buf[vs:ve])
+    result = tuple(comps)
+    if not valid_wire_comps(result):
+        raise DecodeError("limits")
+    return result
+
+
+def _varnum(n: int, long: bool) -> bytes:
+    """`n` as a VAR-NUMBER, in its shortest form or a longer (non-minimal) one."""
+    return write_varnum(n) if not long or n > 0xFFFF else b"\xfd" + n.to_bytes(2, "big")
+
+
+COMPONENT_TLVS = st.builds(
+    lambda t, v, long_t, long_l: _varnum(t, long_t) + _varnum(len(v), long_l) + v,
+    st.sampled_from([0, 1, 2, 8, 0x20, 0xFC, 0xFD, 0xFF, 0x100]),
+    st.one_of(st.binary(max_size=8), st.binary(min_size=32, max_size=32), st.binary(min_size=250, max_size=260)),
+    st.booleans(),
+    st.booleans(),
+)
+
+
+@PROPS
+@given(st.lists(COMPONENT_TLVS, max_size=5), st.binary(max_size=3))
+def test_prop_component_parsing_matches_the_general_code(tlvs: list[bytes], junk: bytes) -> None:
+    for value in (b"".join(tlvs), b"".join(tlvs) + junk):
+        assert _outcome(ndn_codec._decode_comps, value, 0, len(value)) == _outcome(
+            _reference_decode_comps, value, 0, len(value))
+
+
+def _cold_and_warm(f, *args):  # type: ignore[no-untyped-def]
+    """f(*args) with every memo empty, then again with them warm: both outcomes."""
+    ndn_codec._clear_memos()
+    try:
+        cold = _outcome(f, *args)
+        warm = _outcome(f, *args)
+    except ValueError:
+        cold = warm = ValueError
+        with pytest.raises(ValueError):
+            f(*args)
+    return cold, warm
+
+
+@PROPS
+@given(st.data())
+def test_prop_decoding_is_the_same_with_and_without_memos(data: st.DataObject) -> None:
+    wire = data.draw(VALID_WIRES)
+    for buf in (wire, data.draw(mutated(wire))):
+        cold, warm = _cold_and_warm(lambda b: decode_ndn(b, names=None), buf)
+        assert cold == warm
+        if cold is not DecodeError:  # and the packet encodes the same either way
+            cold_wire, warm_wire = _cold_and_warm(lambda p: encode_ndn(p, names=None), cold[0])
+            assert cold_wire == warm_wire
+
+
+@PROPS
+@given(st.one_of(ndn_interests(), ndn_datas()), st.data())
+def test_prop_encoding_is_the_same_with_and_without_memos(packet: Interest | Data, data: st.DataObject) -> None:
+    cold, warm = _cold_and_warm(lambda p: encode_ndn(p, names=None), packet)
+    assert cold == warm
+    # out-of-range fields are refused with the name memoised, as without it
+    if isinstance(packet, Interest) and packet.app_params is None:
+        bad = Interest(packet.name, nonce=data.draw(st.sampled_from([-1, 2**32])), forwarding_hint=())
+        assert _cold_and_warm(lambda p: encode_ndn(p, names=None), bad) == (ValueError, ValueError)
+        bad = Interest(packet.name, hop_limit=data.draw(st.sampled_from([-1, 256])))
+        assert _cold_and_warm(lambda p: encode_ndn(p, names=None), bad) == (ValueError, ValueError)
+
+
+def test_an_empty_interest_name_is_refused_even_when_memoised() -> None:
+    ndn_codec._clear_memos()
+    encode_ndn(Data(Name("/")), names=None)  # memoises the empty name (fine for a Data)
+    with pytest.raises(ValueError, match="at least one component"):
+        encode_ndn(Interest(Name("/"), nonce=1), names=None)
+
+
+def test_a_non_minimal_name_is_decoded_but_not_memoised() -> None:
+    ndn_codec._clear_memos()
+    long_form = b"\x07\x0b" + b"\x08\xfd\x00\x01a" + b"\x08\xfd\x00\x02bc"  # non-minimal component lengths
+    interest, _ = decode_ndn(encode_tlv(5, long_form + b"\x0a\x04\x00\x00\x00\x01"), names=None)
+    assert interest.name == Name("/a/bc")
+    assert not ndn_codec._NAMES and not ndn_codec._NAME_TLVS
+    wire = encode_ndn(interest, names=None)
+    assert wire[2:11] == b"\x07\x07\x08\x01a\x08\x02bc"  # re-encoded in the shortest form
+    assert decode_ndn(wire, names=None)[0] == interest
+
+
+def test_name_memos_are_bounded() -> None:
+    ndn_codec._clear_memos()
+    for i in range(ndn_codec._NAME_MEMO_CAPACITY + 10):
+        encode_ndn(Data(Name(f"/bounded/{i}")), names=None)
+        decode_ndn(encode_ndn(Interest(Name(f"/other/{i}"), nonce=i), names=None), names=None)
+    assert 0 < len(ndn_codec._NAMES) <= ndn_codec._NAME_MEMO_CAPACITY
+    assert 0 < len(ndn_codec._NAME_TLVS) <= ndn_codec._NAME_MEMO_CAPACITY
+
+
+def test_signature_infos_unique_per_packet_are_not_memoised_and_errors_never() -> None:
+    ndn_codec._clear_memos()
+    name = encode_tlv(7, b"\x08\x01d")
+    sig = encode_tlv(0x16, b"\x1b\x01\x00\x26\x02\x01\x02")  # with a SignatureNonce
+    wire = encode_tlv(6, name + sig + b"\x17\x00")
+    assert dec(wire)[1].data_signature.nonce == b"\x01\x02"
+    assert not ndn_codec._SIG_INFOS
+    bad = encode_tlv(6, name + encode_tlv(0x16, b"\x1b\x01\x00\x1b\x01\x00") + b"\x17\x00")  # duplicate type
+    for _ in range(2):
+        with pytest.raises(DecodeError, match="duplicate"):
+            dec(bad)
+    plain = encode_tlv(6, name + b"\x16\x03\x1b\x01\x00\x17\x00")
+    first, second = dec(plain)[1].data_signature, dec(plain)[1].data_signature
+    assert first == second == ndn_codec.NdnSignatureInfo(0) and len(ndn_codec._SIG_INFOS) == 1
+
+
+def test_fast_re_signing_is_in_use() -> None:
+    assert ndn_codec._digest_signed is ndn_codec._digest_signed_fast  # the import-time self-check passed
+
+
+@PROPS
+@given(ndn_datas())
+def test_prop_fast_re_signing_matches_digest_key_signing(data: Data) -> None:
+    fields = (data.name, data.content, int(data.content_type), data.freshness_ms, data.final_block_id)
+    fast = ndn_codec._digest_signed_fast(*fields)
+    expected = DigestKey().sign(Data(*fields))  # type: ignore[arg-type]
+    assert fast == expected and fast.wire == expected.wire and fast.sig_value == expected.sig_value
+    KeyChain().verify(fast)
+    # and a decoded NDN Data is exactly that
+    decoded, _ = dec(encode_ndn(data, names=None))
+    assert decoded.wire == expected.wire

@@ -373,7 +373,8 @@ def test_late_timer_near_the_deadline_does_not_spin():
     schedule = fw.schedule
 
     def counted(at, callback, arg=None):
-        calls.append(at)
+        if getattr(callback, "__self__", None) is aggregator_of(fw):  # not, e.g., the dead-nonce list's sweep
+            calls.append(at)
         if len(calls) > 50:
             raise AssertionError("the aggregator keeps re-arming")
         schedule(at, callback, arg)

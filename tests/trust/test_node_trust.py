@@ -239,6 +239,9 @@ class _CallerEndpoint:
         if data.sig_type != 4:  # HMAC answers are checked by the caller against its session
             self.keychain.verify(data)
 
+    def passes_fds(self) -> bool:  # not a local Unix connection: no shared memory
+        return False
+
     async def express(self, interest: Interest, *, timeout: float, retx: float | None = None) -> Data:
         answer = await self.host._on_call(interest)
         if isinstance(answer, Nack):

@@ -87,6 +87,7 @@ from icnd.packet import (
     Nack,
     NackReason,
     Packet,
+    SigType,
 )
 
 SUPPRESS_INITIAL = 0.010  # retransmission suppression, doubles per retransmission
@@ -781,7 +782,8 @@ class Forwarder:
         if comps and max(comps) >= RNP_MIN and has_rnp(comps):
             cached = False  # reflexive Data (RD, TD, anything with an rnp=) is never cached
         else:
-            cached = data.content_type not in UNCACHED_TYPES and self.cs.insert(data, now)
+            cached = (data.content_type not in UNCACHED_TYPES and data.sig_type != SigType.PER_HOP
+                      and self.cs.insert(data, now))
         if cached:
             c.cs_inserts += 1
         # Like NFD: a satisfied Interest's nonces need the dead-nonce list only

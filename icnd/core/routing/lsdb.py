@@ -96,7 +96,7 @@ def _opt(value: Any, what: str) -> int | None:
     return None if value is None else _int(value, what, 0, 2**31)
 
 
-def decode_record(data_name: Name, content: bytes, *, max_adjacencies: int, max_prefixes: int
+def decode_record(data_name: Name, content: bytes | memoryview, *, max_adjacencies: int, max_prefixes: int
                   ) -> tuple[LinkState, tuple[bytes, ...]]:
     """The record a Data carries, checked against its name; raises DecodeError
     (malformed, or more adjacencies/prefixes than allowed: an over-announcing node)."""

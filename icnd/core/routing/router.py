@@ -473,7 +473,7 @@ class Router:
                 size += len(record.wire)
         return _pack(records)
 
-    def _on_records(self, nb: Neighbor, content: bytes, now: float) -> None:  # Rules 4, 6
+    def _on_records(self, nb: Neighbor, content: bytes | memoryview, now: float) -> None:  # Rules 4, 6
         records = _unpack(content)
         if type(records) is not list:
             raise DecodeError("fetch answer is not a list")
@@ -692,7 +692,7 @@ def _pack(obj: Any) -> bytes:
     return msgpack.packb(obj, use_bin_type=True)
 
 
-def _unpack(buf: bytes) -> Any:
+def _unpack(buf: bytes | memoryview) -> Any:
     try:
         return msgpack.unpackb(buf, raw=False, strict_map_key=True, max_bin_len=len(buf), max_str_len=len(buf),
                                max_array_len=len(buf), max_map_len=64)

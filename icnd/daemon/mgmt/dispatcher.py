@@ -10,6 +10,7 @@ the face's transport (not through a link emulator the face may have).
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -26,6 +27,15 @@ log = logging.getLogger("icnd.mgmt")
 MGMT_PREFIX = (LOCALHOST, generic("icnd"))
 
 Handler = Callable[[Face, dict[str, Any]], Awaitable[Any]]
+
+
+class WithFds:
+    """A handler's result to be sent with descriptors (SCM_RIGHTS) alongside
+    the reply, e.g. a sealed shared-memory segment (`icnd.faces.shm`).  The
+    dispatcher closes `fds` once sent (the client has its own copies)."""
+
+    def __init__(self, result: Any, fds: list[int]) -> None:
+        self.result, self.fds = result, fds
 Commands = dict[tuple[str, str], Handler]
 
 
@@ -73,7 +83,11 @@ class Dispatcher:
                     raise CommandError(400, "command parameters are not a msgpack map") from None
             if not isinstance(args, dict):
                 raise CommandError(400, "command parameters are not a msgpack map")
-            reply: dict[str, Any] = {"ok": True, "result": await handler(face, args)}
+            result = await handler(face, args)
+            if isinstance(result, WithFds):
+                await self._reply_with_fds(face, link, interest, result)
+                return
+            reply: dict[str, Any] = {"ok": True, "result": result}
         except CommandError as exc:
             reply = {"ok": False, "code": exc.status, "error": exc.message}
         except Exception as exc:  # a bug must not kill the node; the caller learns of it
@@ -81,3 +95,20 @@ class Dispatcher:
             reply = {"ok": False, "code": 500, "error": f"internal error: {exc.__class__.__name__}: {exc}"}
         data = self._digest.sign(Data(interest.name, msgpack.packb(reply, use_bin_type=True)))
         face.send(link.encode(data))
+
+    async def _reply_with_fds(self, face: Face, link: LinkService, interest: Interest, result: WithFds) -> None:
+        data = self._digest.sign(Data(interest.name, msgpack.packb({"ok": True, "result": result.result},
+                                                                  use_bin_type=True)))
+        try:
+            send = getattr(face, "send_with_fds", None)
+            if send is None or not getattr(face, "can_pass_fds", False):
+                failed = {"ok": False, "code": 400, "error": "this connection cannot pass descriptors"}
+                face.send(link.encode(self._digest.sign(Data(interest.name, msgpack.packb(failed)))))
+                return
+            try:
+                await send(link.encode(data), result.fds)
+            except Exception as exc:  # the client went away meanwhile: nothing to answer
+                log.info("reply with descriptors to %s not sent: %s", face, exc)
+        finally:
+            for fd in result.fds:
+                os.close(fd)

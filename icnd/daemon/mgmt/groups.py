@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import Any
 
@@ -9,11 +10,15 @@ from icnd.codec import encode
 from icnd.daemon.mgmt.args import arg, data_packets
 from icnd.daemon.mgmt.dispatcher import Commands
 from icnd.errors import CommandError
-from icnd.faces import Face
-from icnd.packet import Data
+from icnd.faces import Face, shm
+from icnd.packet import Data, SigType
 from icnd.reduction.contrib import ReductionError
-from icnd.reduction.group import GroupDescriptor
+from icnd.reduction.group import GroupDescriptor, contrib_name
 from icnd.reduction.service import ReductionService
+
+
+MAX_SEGMENTS = 1 << 20  # segment indices are < 2^20 (icnd.reduction.group)
+CONTRIB_FRESHNESS_MS = 60_000
 
 
 class GroupManager:
@@ -26,6 +31,7 @@ class GroupManager:
             ("group", "show"): self.show,
             ("group", "list"): self.list,
             ("reduce", "contribute"): self.contribute,
+            ("reduce", "contribute-shm"): self.contribute_shm,
         }
 
     async def create(self, face: Face, args: dict[str, Any]) -> Any:
@@ -74,6 +80,55 @@ class GroupManager:
                 added += self.service.contribute(data)
             except ReductionError as exc:
                 raise CommandError(exc.code, str(exc)) from None
+        return {"added": added}
+
+
+    async def contribute_shm(self, face: Face, args: dict[str, Any]) -> Any:
+        """A whole contribution in one sealed shared-memory segment, whose
+        descriptor came with this command (issue #18, `icnd.faces.shm`):
+        ``segments`` = ``[[offset, length], ...]``, segment s's content
+        (`icnd.reduction.segment` format) at ``offset``; ``size`` the memory
+        file's size.  Each segment is stored as a view of the mapping, checked
+        like any contribution (`ContributionStore.add`)."""
+        contrib = self.service.contrib
+        take = getattr(face, "take_fd", None)
+        fd = take() if take is not None else None
+        try:
+            if fd is None:
+                raise CommandError(400, "no shared-memory descriptor came with this command (it is passed "
+                                        "over the node's Unix socket with the command itself)")
+            group, member = arg(args, "group", str), arg(args, "member", str)
+            rnd, size = arg(args, "round", int), arg(args, "size", int)
+            spans = arg(args, "segments", list)
+            if not 0 <= rnd < 1 << 63:
+                raise CommandError(400, f"round {rnd} is outside 0..2^63-1")
+            if not 0 < len(spans) <= MAX_SEGMENTS or not all(
+                    isinstance(sp, list) and len(sp) == 2 and all(type(v) is int for v in sp)
+                    and 0 <= sp[0] and 0 < sp[1] and sp[0] + sp[1] <= size for sp in spans):
+                raise CommandError(400, "segments must be 1..%d [offset, length] pairs within the memory file"
+                                        % MAX_SEGMENTS)
+            try:
+                view = shm.map_sealed(fd, size, max_bytes=contrib.max_bytes)
+            except shm.ShmError as exc:
+                raise CommandError(400, str(exc)) from None
+            finally:
+                fd = None  # closed by map_sealed
+        except CommandError:
+            if fd is not None:
+                os.close(fd)
+            contrib.counters["contrib_shm_refused"] += 1
+            raise
+        node = self.service.node_id
+        added = 0
+        for s, (offset, length) in enumerate(spans):
+            data = Data(contrib_name(node, member, group, rnd, s), view[offset:offset + length],
+                        freshness_ms=CONTRIB_FRESHNESS_MS, sig_type=SigType.PER_HOP)
+            try:
+                added += self.service.contribute(data)
+            except ReductionError as exc:  # (segments before this one stay, as with `contribute`)
+                contrib.counters["contrib_shm_refused"] += 1
+                raise CommandError(exc.code, str(exc)) from None
+        contrib.counters["contrib_shm"] += 1
         return {"added": added}
 
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
+import trio
+
 from icnd.core.tables.fib import TableFull
 from icnd.daemon.mgmt.args import arg, data_packets, name_arg
-from icnd.daemon.mgmt.dispatcher import Commands
+from icnd.daemon.mgmt.dispatcher import Commands, WithFds
 from icnd.codec import decode
 from icnd.errors import CommandError, DecodeError
-from icnd.faces import Face
+from icnd.faces import Face, shm
 from icnd.name import T_RNP
 from icnd.objects.manifest import Manifest
 from icnd.objects.service import ObjectService
@@ -18,8 +21,13 @@ from icnd.objects.store import ObjectStoreError
 from icnd.packet import Data
 
 
+SHM_READS = 2  # objects copied into shared memory at once (each up to the object's size)
+SHM_APPEND_CHUNK = 4 * 1024 * 1024  # bytes stored between checkpoints by append-shm
+
+
 class ObjectManager:
     def __init__(self, service: ObjectService, on_published: Callable[[Data], object] | None = None) -> None:
+        self._shm_reads = trio.Semaphore(SHM_READS)
         self.service = service
         self.on_published = on_published  # told of each Data published (the node serves certificates by key)
 
@@ -33,6 +41,8 @@ class ObjectManager:
             ("object", "abort"): self.abort,
             ("object", "list"): self.list,
             ("object", "remove"): self.remove,
+            ("object", "read-shm"): self.read_shm,
+            ("object", "append-shm"): self.append_shm,
         }
 
     # --- single Data ---------------------------------------------------------------------
@@ -118,6 +128,77 @@ class ObjectManager:
         if not removed:
             raise CommandError(404, f"{name} is not a published object here")
         return {"name": name.to_uri(), "versions": [m.version for m in removed]}
+
+
+    async def append_shm(self, face: Face, args: dict[str, Any]) -> Any:
+        """All of an upload's bytes at once, in a sealed memory file whose
+        descriptor came with this command (issue #18, `icnd.faces.shm`):
+        stored and hashed as `append` would, a chunk at a time with a
+        checkpoint between chunks (so forwarding goes on meanwhile)."""
+        objects = self.service.objects
+        take = getattr(face, "take_fd", None)
+        fd = take() if take is not None else None
+        if fd is None:
+            raise CommandError(400, "no shared-memory descriptor came with this command")
+        upload, size = arg(args, "upload", str), arg(args, "size", int)
+        try:
+            view = shm.map_sealed(fd, size, max_bytes=objects.capacity_bytes)
+        except shm.ShmError as exc:
+            raise CommandError(400, str(exc)) from None
+        received = 0
+        try:
+            for offset in range(0, size, SHM_APPEND_CHUNK):
+                chunk = view[offset:offset + SHM_APPEND_CHUNK]
+                try:
+                    received = objects.append(upload, offset, chunk)
+                except ObjectStoreError as exc:
+                    raise CommandError(409, str(exc)) from None
+                finally:
+                    chunk.release()
+                await trio.lowlevel.checkpoint()
+        finally:
+            view.release()
+        objects.counters["object_shm_appends"] += 1
+        return {"received": received}
+
+    async def read_shm(self, face: Face, args: dict[str, Any]) -> Any:
+        """A committed object stored here, handed to a local client in a
+        sealed memory file passed with the reply (issue #18: no segment
+        crosses the socket; the client checks every segment against the
+        manifest it verified, as it would on the network path).  ``prefix``:
+        the object's versioned name.  404 when it is not stored here (the
+        client then fetches it over the network)."""
+        objects = self.service.objects
+        prefix = name_arg(arg(args, "prefix", str), "prefix")
+        obj = objects.stored(prefix)
+        if obj is None or obj.manifest.size == 0:
+            raise CommandError(404, f"{prefix} is not an object stored here")
+        if not getattr(face, "can_pass_fds", False) or not shm.available():
+            raise CommandError(400, "this connection cannot pass descriptors (not a local Unix socket)")
+        size = obj.manifest.size
+        if self._shm_reads.value == 0:
+            objects.counters["object_shm_busy"] += 1
+            raise CommandError(503, f"{SHM_READS} shared-memory reads are in progress; fetch over the network")
+        async with self._shm_reads:
+            fd = await trio.to_thread.run_sync(_copy_sealed, obj.path, size)
+        objects.counters["object_shm_reads"] += 1
+        return WithFds({"prefix": prefix.to_uri(), "size": size}, [fd])
+
+
+def _copy_sealed(path: str, size: int) -> int:
+    """A sealed memory file holding the file at `path` (`size` bytes), copied by the kernel."""
+    src = os.open(path, os.O_RDONLY)
+    try:
+        def fill(fd: int) -> None:
+            done = 0
+            while done < size:  # file to memory file inside the kernel (sendfile writes at fd's position)
+                got = os.sendfile(fd, src, done, size - done)
+                if got <= 0:
+                    raise OSError(f"{path}: short read at {done} of {size} bytes")
+                done += got
+        return shm.create_sealed(size, fill, name="icnd-object")
+    finally:
+        os.close(src)
 
 
 def _manifest_info(manifest: Manifest) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from icnd.faces import Face
 from icnd.name import T_RNP
 
 ADDABLE_ORIGINS = (ORIGIN_STATIC, ORIGIN_APP)
+RouteTable = list[dict[str, Any]]  # what route/list answers
 REMOVED_BY_DEFAULT = (ORIGIN_APP, ORIGIN_STATIC)
 
 
@@ -39,8 +40,12 @@ class RouteManager:
         }
 
     async def list(self, face: Face, args: dict[str, Any]) -> Any:
+        return self.table()
+
+    def table(self) -> RouteTable:
         """One entry per prefix: its cheapest route's origin and cost, and
-        every route of the prefix (``nexthops``), cheapest first."""
+        every route of the prefix (``nexthops``), cheapest first.  Also what
+        the status page shows (`icnd.daemon.http`)."""
         faces = self.faces
         out = []
         for prefix in self.rib.prefixes():

@@ -1,0 +1,131 @@
+"""Sealed shared memory between a local application and its node (issue #18).
+
+A large array or object handed to the node on the same host need not cross
+the Unix socket: the application writes it once into an anonymous memory
+file (``memfd_create``), *seals* it (no write, no resize, no further seals:
+``F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL``) and passes the
+descriptor over its Unix face with ``SCM_RIGHTS``
+(`icnd.faces.stream.StreamFace.send_with_fds`) alongside the command that
+says what it holds.  The node maps it read-only and serves views of it: no
+copy, no hash, and nothing the application can change afterwards -- the
+seals are what make a view safe to hold (an unsealed file could be rewritten
+under a contribution already counted, or truncated so that reading it
+faults), so a descriptor without them is refused.
+
+Lifetime: the node closes the descriptor it received as soon as it is
+mapped (or refused); the mapping lives while anything still references a
+view of it (the contribution store's Data, a Data in flight) and is unmapped
+by the garbage collector after that.  Python's ``mmap`` keeps a descriptor
+of its own per mapping, so live mappings are bounded (`MAX_MAPPINGS`, all
+callers together): beyond that, a file is copied into the node's memory
+(one copy at memory speed) and nothing stays open.  A client that dies after sending loses
+nothing the node holds: the memory file lives while the node's mapping does.
+The application closes its own descriptor once the command returns.
+
+Why the descriptor, not a name in ``/dev/shm``: a descriptor is a
+capability -- the node can only ever map what the application itself
+passed, never another application's segment named by a guess.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import mmap
+import os
+import stat
+import weakref
+from collections.abc import Callable
+
+from icnd.errors import Error
+
+SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
+REQUIRED_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
+MAX_MAPPINGS = 256  # live mappings (each holds a descriptor); beyond, files are copied
+_live = [0]
+
+
+def live_mappings() -> int:
+    """Mappings made by `map_sealed` not yet unmapped (each holds one descriptor)."""
+    return _live[0]
+
+
+def _unmapped() -> None:
+    _live[0] -= 1
+
+
+class ShmError(Error, ValueError):
+    """A shared-memory descriptor that cannot be used (wrong kind, size or seals)."""
+
+
+def available() -> bool:
+    """True where sealed memory files exist (Linux)."""
+    return hasattr(os, "memfd_create") and hasattr(fcntl, "F_ADD_SEALS")
+
+
+def create_sealed(size: int, fill: Callable[[int], None], *, name: str = "icnd") -> int:
+    """A sealed memory file of `size` bytes written by `fill`, given the
+    file's descriptor (it writes with ``os.pwritev`` or ``os.copy_file_range``:
+    the kernel allocates the pages as it copies, where writing through a
+    mapping would take a page fault per 4 KiB); returns the descriptor,
+    which the caller owns."""
+    if size <= 0:
+        raise ValueError("a shared-memory segment holds at least one byte")
+    fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        os.ftruncate(fd, size)
+        fill(fd)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def write_all(fd: int, buffers: list[bytes | memoryview], offset: int) -> None:
+    """``pwritev`` every byte of `buffers` at `offset` (retrying short writes)."""
+    for buf in buffers:
+        view = memoryview(buf).cast("B")
+        while view:
+            n = os.pwrite(fd, view, offset)
+            offset += n
+            view = view[n:]
+
+
+def map_sealed(fd: int, size: int, *, max_bytes: int) -> memoryview:
+    """A read-only view of the `size`-byte sealed memory file `fd`.
+
+    Always closes `fd` (the mapping outlives it).  Raises `ShmError` unless
+    `fd` is a regular memory file of exactly `size` bytes (1..`max_bytes`)
+    sealed against writing and resizing.
+    """
+    try:
+        if not 0 < size <= max_bytes:
+            raise ShmError(f"a shared-memory segment of {size} bytes is outside 1..{max_bytes}")
+        try:
+            st = os.fstat(fd)
+            seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+        except OSError as exc:
+            raise ShmError(f"not a sealed memory file: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise ShmError("the descriptor is not a memory file")
+        if seals & REQUIRED_SEALS != REQUIRED_SEALS:
+            raise ShmError("the memory file is not sealed against writing and resizing "
+                           "(F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW)")
+        if st.st_size != size:
+            raise ShmError(f"the memory file holds {st.st_size} bytes, the command says {size}")
+        if _live[0] >= MAX_MAPPINGS:  # copy instead of holding one more descriptor
+            copy = bytearray(size)
+            if os.preadv(fd, [copy], 0) != size:
+                raise ShmError("short read from the memory file")
+            return memoryview(copy).toreadonly()
+        try:
+            # PROT_READ alone: a read-only buffer (views cannot write); MAP_POPULATE: the pages are
+            # mapped in one call, not one fault at a time
+            mm = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0), prot=mmap.PROT_READ)
+        except (OSError, ValueError) as exc:
+            raise ShmError(f"cannot map the memory file: {exc}") from None
+        _live[0] += 1
+        weakref.finalize(mm, _unmapped)
+        return memoryview(mm)
+    finally:
+        os.close(fd)

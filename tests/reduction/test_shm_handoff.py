@@ -1,0 +1,214 @@
+"""A contribution handed to the node in sealed shared memory (issue #18,
+`icnd.faces.shm`): the whole array in one memory file passed over the Unix
+socket with one command; the node maps it read-only and serves views of it.
+
+Against a real daemon: the result is right and nothing leaks on either
+side; a client that dies right after handing over loses nothing; a bad
+descriptor, size or layout is a clear 400 and a counter, never a crash; a
+duplicate hand-over never counts twice; descriptors sent without a command
+to take them are bounded and closed."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+import numpy as np
+import pytest
+import trio
+
+import icnd
+from icnd.errors import CommandError
+from icnd.faces import shm
+from icnd.reduction.segment import SegmentMeta, segment_head
+from icnd.testing.processes import Daemon, short_tempdir
+
+pytestmark = pytest.mark.skipif(not shm.available(), reason="sealed memory files need Linux (memfd_create)")
+
+MIB = 1 << 20
+
+
+@pytest.fixture
+def daemon():
+    with short_tempdir() as workdir:
+        d = Daemon(workdir, "--name", "/node/a", "--group", "g=a", name="a")
+        try:
+            d.wait_ready()
+            yield d
+        finally:
+            d.stop()
+
+
+def open_fds(pid: int | str = "self") -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def memfds(pid: int | str = "self") -> int:
+    """Descriptors of memory files a process holds (mappings do not count)."""
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            n += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("/memfd:")
+        except OSError:
+            pass
+    return n
+
+
+async def counters(client: icnd.Client) -> dict[str, int]:
+    return (await client.status())["counters"]
+
+
+async def test_a_large_contribution_travels_in_shared_memory_and_nothing_leaks(daemon) -> None:
+    x = np.arange(3 * MIB // 4, dtype=np.float32)  # 3 MiB: 6 segments
+    async with daemon.connect() as client:
+        mine = open_fds()
+        before = await counters(client)
+        info = await client.contribute("g", 1, x, member="a")
+        assert info["segments"] == 6 and info["added"] == 6
+        after = await counters(client)
+        assert after["contrib_shm"] == before["contrib_shm"] + 1
+        assert open_fds() == mine  # the client closed its descriptor
+        # the node closed the descriptor it received; the one mapping it keeps holds one of its own
+        assert memfds() == 0
+        assert memfds(daemon.proc.pid) == 1 == (await client.status())["tables"]["shm_mappings"]
+        got = await client.reduce("g", 1, "sum", timeout=5)
+        assert got.contributors == ["a"] and got.array.tobytes() == x.tobytes()
+
+
+async def test_a_client_that_dies_after_handing_over_loses_nothing(daemon) -> None:
+    script = textwrap.dedent(f"""
+        import os, numpy as np, trio, icnd
+        async def main():
+            async with icnd.connect({daemon.socket!r}) as c:
+                await c.contribute("g", 7, np.full(MIB, 3, dtype=np.int32), member="a")
+            os._exit(0)
+        MIB = {MIB}
+        trio.run(main)
+    """)
+    proc = await trio.to_thread.run_sync(lambda: subprocess.run([sys.executable, "-c", script], timeout=30,
+                                                                capture_output=True))
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    async with daemon.connect() as client:
+        got = await client.reduce("g", 7, "sum", timeout=5)
+        assert got.contributors == ["a"] and got.array.shape == (MIB,) and (got.array == 3).all()
+
+
+def _segment_file(x: np.ndarray, seg_bytes: int, *, seal: bool) -> tuple[int, int, list[list[int]]]:
+    """A memory file laid out as the client lays out a contribution."""
+    flat = x.reshape(-1)
+    per = seg_bytes // x.itemsize
+    nseg = -(-flat.size // per)
+    parts, spans, at = [], [], 0
+    for s in range(nseg):
+        part = segment_head(SegmentMeta(x.dtype.str, x.shape, nseg, s)) + flat[s * per:(s + 1) * per].tobytes()
+        parts.append(part)
+        spans.append([at, len(part)])
+        at += len(part)
+    blob = b"".join(parts)
+    if seal:
+        return shm.create_sealed(len(blob), lambda fd: shm.write_all(fd, [blob], 0)), len(blob), spans
+    fd = os.memfd_create("unsealed", os.MFD_CLOEXEC)
+    os.write(fd, blob)
+    return fd, len(blob), spans
+
+
+async def test_bad_descriptors_sizes_and_layouts_are_refused_with_a_counter(daemon) -> None:
+    x = np.arange(MIB // 4, dtype=np.float32)  # 1 MiB, 2 segments of the default 512 KiB
+    seg = 512 * 1024
+    async with daemon.connect() as client:
+        base = await counters(client)
+
+        async def refused(fds: list[int], *, rnd: int = 1, **overrides) -> str:
+            args = {"group": "g", "member": "a", "round": rnd, **overrides}
+            try:
+                with pytest.raises(CommandError) as info:
+                    await client.command("reduce", "contribute-shm", fds=fds, timeout=5, **args)
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            assert info.value.status == 400, info.value
+            return str(info.value)
+
+        fd, size, spans = _segment_file(x, seg, seal=False)
+        assert "not sealed" in await refused([fd], size=size, segments=spans)
+        with tempfile.TemporaryFile() as f:
+            f.write(b"x" * 4096)
+            f.flush()
+            message = await refused([os.dup(f.fileno())], size=4096, segments=[[0, 4096]])
+            assert "not sealed" in message or "memory file" in message
+        fd, size, spans = _segment_file(x, seg, seal=True)
+        assert "command says" in await refused([fd], size=size - 1, segments=[[0, 10]])
+        fd, size, spans = _segment_file(x, seg, seal=True)
+        assert "within the memory file" in await refused([fd], size=size, segments=[[0, size + 1]])
+        fd, size, spans = _segment_file(x, seg, seal=True)
+        huge = 2 << 40
+        assert "outside" in await refused([fd], size=huge, segments=[[0, 10]])
+        garbage = shm.create_sealed(seg, lambda fd: shm.write_all(fd, [b"\xff" * seg], 0))
+        assert "header" in await refused([garbage], size=seg, segments=[[0, seg]])
+        with pytest.raises(CommandError) as info:  # no descriptor at all
+            await client.command("reduce", "contribute-shm", group="g", member="a", round=1, size=1,
+                                 segments=[[0, 1]])
+        assert info.value.status == 400 and "no shared-memory descriptor" in str(info.value)
+        after = await counters(client)
+        assert after["contrib_shm_refused"] - base["contrib_shm_refused"] == 7
+        assert after["contrib_shm"] == base["contrib_shm"]
+        # and the node is fine: a good hand-over still works
+        fd, size, spans = _segment_file(x, seg, seal=True)
+        try:
+            result = await client.command("reduce", "contribute-shm", fds=[fd], group="g", member="a", round=2,
+                                          size=size, segments=spans)
+        finally:
+            os.close(fd)
+        assert result == {"added": 2}
+
+
+async def test_a_duplicate_hand_over_never_counts_twice(daemon) -> None:
+    x = np.full(MIB // 4, 2.0, dtype=np.float32)
+    async with daemon.connect() as client:
+        assert (await client.contribute("g", 3, x, member="a"))["added"] == 2
+        assert (await client.contribute("g", 3, x, member="a"))["added"] == 0  # the same again: no change
+        with pytest.raises(CommandError) as info:  # different data for the same round: refused
+            await client.contribute("g", 3, x + 1, member="a")
+        assert info.value.status == 409
+        got = await client.reduce("g", 3, "sum", timeout=5)
+        assert got.contributors == ["a"] and (got.array == 2.0).all()
+
+
+async def test_descriptors_no_command_takes_are_bounded_and_closed(daemon) -> None:
+    async with daemon.connect() as client:
+        for _ in range(5):  # 4 descriptors each with a command that takes none: 20 sent, 8 held at most
+            fds = [shm.create_sealed(16, lambda fd: None) for _ in range(4)]
+            try:
+                await client.command("status", "get", fds=fds)
+            finally:
+                for fd in fds:
+                    os.close(fd)
+        assert memfds(daemon.proc.pid) == 8  # held, none mapped
+        faces = await client.command("face", "list")
+        mine = [f for f in faces if f["counters"].get("fds_received")]
+        assert len(mine) == 1
+        assert mine[0]["counters"]["fds_received"] == 8 and mine[0]["counters"]["fds_refused"] == 12
+    with trio.fail_after(5):  # the client went away: its held descriptors were closed
+        while memfds(daemon.proc.pid):
+            await trio.sleep(0.05)
+
+
+def test_a_sealed_memory_file_cannot_be_changed_or_written_through_its_view() -> None:
+    fd = shm.create_sealed(4096, lambda fd: shm.write_all(fd, [b"abc"], 0))
+    try:
+        with pytest.raises(PermissionError):
+            os.write(fd, b"zzz")
+        with pytest.raises(PermissionError):
+            mmap.mmap(fd, 4096)  # a writable shared mapping is refused by F_SEAL_WRITE
+        with pytest.raises(PermissionError):
+            os.ftruncate(fd, 1)
+        view = shm.map_sealed(os.dup(fd), 4096, max_bytes=1 << 20)
+        assert view.readonly and bytes(view[:3]) == b"abc"
+        with pytest.raises(TypeError):
+            view[0] = 1
+    finally:
+        os.close(fd)
