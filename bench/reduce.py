@@ -26,8 +26,10 @@ nodes, e.g. ``agg1,agg2``).  This process holds one
 fresh round number:
 
 - ``allreduce``: every member calls ``client.allreduce("bench", round=r,
-  array=x, op="sum")`` at once; time = from the start until the last member
-  has its result (the slowest member, as MPI's max over ranks);
+  array=x, op="sum", out=buf)`` at once (``buf``: the member's result array,
+  reused from round to round as MPI's receive buffer is); time = from the
+  start until the last member has its result (the slowest member, as MPI's
+  max over ranks);
 - ``reduce``: every member first calls ``client.contribute("bench", round=r,
   array=x)`` (timed apart: ``contribute_s``), then w1's client calls
   ``client.reduce("bench", round=r, op="sum")``, timed; the result must be
@@ -458,6 +460,7 @@ class IcndBench:
         self.cpu = cpu
         self.timeout = timeout
         self.rounds = itertools.count(1)
+        self.outs: list[np.ndarray] | None = None
 
     async def allreduce(self, arrays: list[np.ndarray], expected: np.ndarray, timed: bool) -> tuple[float, dict]:
         import trio
@@ -465,10 +468,12 @@ class IcndBench:
         r = next(self.rounds)
         results: list[Any] = [None] * len(self.clients)
         done = [0.0] * len(self.clients)
+        if self.outs is None or self.outs[0].shape != arrays[0].shape:  # each member's receive buffer, reused
+            self.outs = [np.empty_like(a) for a in arrays]          # across rounds (as MPI's recvbuf)
 
         async def member(i: int) -> None:
             results[i] = await self.clients[i].allreduce(GROUP, round=r, array=arrays[i], op="sum",
-                                                         timeout=self.timeout)
+                                                         timeout=self.timeout, out=self.outs[i])
             done[i] = time.perf_counter()
 
         with trio.fail_after(self.timeout + 10):

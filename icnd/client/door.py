@@ -584,10 +584,13 @@ class Client:
         return await reduction.reduce(self, group, round, op, timeout=timeout, partial=partial, version=version)
 
     async def allreduce(self, group: str, round: int, array: Any, op: str = "sum", *, member: str | None = None,
-                        timeout: float = 10.0) -> Any:
+                        timeout: float = 10.0, out: Any = None) -> Any:
         """Contribute `array` and fetch the aggregate every member fetches
-        (one computation in the network for all of them): a numpy array."""
-        return await reduction.allreduce(self, group, round, array, op, member, timeout)
+        (one computation in the network for all of them): a numpy array.
+        `out`: a C-contiguous array of the result's dtype and size to write
+        it into (reused across rounds, as an MPI receive buffer is: no fresh
+        memory per round); ValueError if it does not fit."""
+        return await reduction.allreduce(self, group, round, array, op, member, timeout, out=out)
 
     # --- routing (docs/management.md#routing) -----------------------------------------------
     async def announce(self, prefix: NameLike) -> None:

@@ -91,6 +91,28 @@ def write_all(fd: int, buffers: list[bytes | memoryview], offset: int) -> None:
             view = view[n:]
 
 
+def map_file(fd: int, size: int) -> memoryview:
+    """A read-only view of the regular file `fd` of exactly `size` bytes, as
+    a client maps a committed object its own node passed it (not sealed: the
+    node never changes a committed file, and the client checks every byte it
+    returns against the verified manifest after copying it out).  Always
+    closes `fd`; `ShmError` for anything else."""
+    try:
+        try:
+            st = os.fstat(fd)
+        except OSError as exc:
+            raise ShmError(f"not a file: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(st.st_mode) or st.st_size != size or size <= 0:
+            raise ShmError(f"the file passed holds {st.st_size} bytes, {size} expected")
+        try:
+            mm = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0), prot=mmap.PROT_READ)
+        except (OSError, ValueError) as exc:
+            raise ShmError(f"cannot map the file: {exc}") from None
+        return memoryview(mm)
+    finally:
+        os.close(fd)
+
+
 def map_sealed(fd: int, size: int, *, max_bytes: int) -> memoryview:
     """A read-only view of the `size`-byte sealed memory file `fd`.
 

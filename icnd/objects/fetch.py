@@ -399,54 +399,61 @@ async def _fetch_object(ep: Endpoint, name: Name, timeout: float, verify: bool,
 async def _from_shared_memory(ep: Endpoint, manifest: Manifest, out: str | os.PathLike | bytearray | None,
                               progress: Progress | None, stats: FetchStats | None,
                               timeout: float) -> bytes | bytearray | None:
-    """The object from the client's own node in a sealed memory file (`object/read-shm`,
-    `icnd.faces.shm`): every segment is checked against the verified manifest
-    exactly as on the network path (SHA-256, two threads: hashing releases the
-    GIL), then handed over.  None: the node does not store it (or is busy);
-    the caller fetches it over the network."""
+    """The object from the client's own node without a segment crossing the
+    socket (`object/read-shm`: a read-only descriptor of the node's file).
+    It is copied out first, then every segment of the copy is checked against
+    the verified manifest exactly as on the network path (SHA-256, two
+    threads: hashing releases the GIL), so what is returned is what was
+    checked.  None: the node does not store it; the caller fetches it over
+    the network."""
     try:
         _, fd = await ep.command_fd("object", "read-shm", prefix=manifest.prefix.to_uri(), timeout=timeout)
     except CommandError as exc:
-        if exc.status in (404, 503):
+        if exc.status == 404:
             return None
         raise
-    view = shm.map_sealed(fd, manifest.size, max_bytes=manifest.size)
+    view = shm.map_file(fd, manifest.size)
     try:
-        halves = [range(0, manifest.segments, 2), range(1, manifest.segments, 2)]
-
-        def check(indices: range) -> int | None:
-            for i in indices:
-                start, end = manifest.segment_range(i)
-                if not check_segment(manifest, i, view[start:end]):
-                    return i
-            return None
-
-        bad: list[int | None] = []
-
-        async def run(indices: range) -> None:
-            bad.append(await trio.to_thread.run_sync(check, indices))
-
-        async with trio.open_nursery() as nursery:
-            for half in halves:
-                nursery.start_soon(run, half)
-        wrong = [i for i in bad if i is not None]
-        if wrong:  # the node's copy is corrupt: never returned (the network path would not either)
-            raise VerificationError(f"{manifest.segment_name(min(wrong))}: content does not match the manifest")
-        if stats is not None:
-            stats.segments, stats.bytes, stats.interests = manifest.segments, manifest.size, 0
-            stats.shared_memory = True
-        if progress is not None:
-            progress(manifest.size, manifest.size)
         if out is None:
-            return bytes(view)
-        if isinstance(out, bytearray):
+            whole: bytes | bytearray = bytes(view)
+        elif isinstance(out, bytearray):
             out[:] = view
-            return out
-        with _output_file(out) as f:
-            f.write(view)
-        return b""
+            whole = out
+        else:
+            whole = bytes(view)
     finally:
         view.release()
+    copy = memoryview(whole)
+
+    def check(indices: range) -> int | None:
+        for i in indices:
+            start, end = manifest.segment_range(i)
+            if not check_segment(manifest, i, copy[start:end]):
+                return i
+        return None
+
+    bad: list[int | None] = []
+
+    async def run(indices: range) -> None:
+        bad.append(await trio.to_thread.run_sync(check, indices))
+
+    async with trio.open_nursery() as nursery:
+        for half in (range(0, manifest.segments, 2), range(1, manifest.segments, 2)):
+            nursery.start_soon(run, half)
+    copy.release()
+    wrong = [i for i in bad if i is not None]
+    if wrong:  # the node's copy is corrupt: never returned (the network path would not either)
+        raise VerificationError(f"{manifest.segment_name(min(wrong))}: content does not match the manifest")
+    if stats is not None:
+        stats.segments, stats.bytes, stats.interests = manifest.segments, manifest.size, 0
+        stats.shared_memory = True
+    if progress is not None:
+        progress(manifest.size, manifest.size)
+    if out is None or isinstance(out, bytearray):
+        return whole
+    with _output_file(out) as f:
+        f.write(whole)
+    return b""
 
 
 async def _single(ep: Endpoint, data: Data, out: str | os.PathLike | bytearray | None, verify: bool,

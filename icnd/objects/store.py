@@ -84,8 +84,9 @@ class ObjectStore:
         self.max_uploads = max_uploads
         self.upload_idle_s = upload_idle_s
         self.bytes_used = 0
-        # handed to local clients in shared memory (icnd.daemon.mgmt.objects); refused: too many at once
-        self.counters = {"object_shm_reads": 0, "object_shm_busy": 0, "object_shm_appends": 0}
+        # objects handed to local clients as a file descriptor, and uploads received in shared memory
+        # (icnd.daemon.mgmt.objects, issue #18)
+        self.counters = {"object_shm_reads": 0, "object_shm_appends": 0}
         self._objects: dict[tuple[bytes, ...], StoredObject] = {}  # N/v=V -> object
         self._latest: dict[tuple[bytes, ...], tuple[bytes, ...]] = {}  # N -> N/v=V of the newest
         self._uploads: dict[str, Upload] = {}

@@ -156,14 +156,14 @@ async def create_group(ep: Endpoint, name: str, members: Sequence[str], *, rende
 
 
 async def allreduce(ep: Endpoint, group: str, rnd: int, array: Any, op: str, member: str | None,
-                    timeout: float) -> np.ndarray:
+                    timeout: float, *, out: np.ndarray | None = None) -> np.ndarray:
     """`contribute`, then `reduce` of the same (latest) group version: the
     descriptor is asked for once."""
     deadline = trio.current_time() + timeout
     described = await group_descriptor(ep, group)
     await contribute(ep, group, rnd, array, member, timeout, described=described)
     result = await reduce(ep, group, rnd, op, timeout=max(0.1, deadline - trio.current_time()), partial=False,
-                          described=described)
+                          described=described, out=out)
     return result.array
 
 
@@ -257,7 +257,7 @@ async def _contribute_remote(ep: Endpoint, node: str, member: str, data: Data, t
 
 async def reduce(ep: Endpoint, group: str, rnd: int, op: str, *, timeout: float, partial: bool,
                  version: int | None = None, window: int = WINDOW,
-                 described: tuple[GroupDescriptor, bytes] | None = None) -> Reduced:
+                 described: tuple[GroupDescriptor, bytes] | None = None, out: np.ndarray | None = None) -> Reduced:
     if op not in CONSUMER_OPS:
         raise ValueError(f"unknown op {op!r}; known: {', '.join(CONSUMER_OPS)}")
     deadline = trio.current_time() + timeout
@@ -277,7 +277,13 @@ async def reduce(ep: Endpoint, group: str, rnd: int, op: str, *, timeout: float,
         fetch.exclude = tuple(i for i in range(len(desc.members)) if i not in got)
     dt = np.dtype(meta0.dtype)
     seg_elems, nseg, total = plan(dt, meta0.shape, desc.seg_bytes)
-    out = np.empty(total, dtype=dt)
+    if out is None or op == "mean":
+        out = np.empty(total, dtype=dt)
+    elif out.dtype != dt or out.size != total or not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError(f"out= is {out.dtype} of {out.size} elements; the aggregate is {dt} of {total} "
+                         "(C-contiguous and writable)")
+    else:
+        out = out.reshape(-1)
     metas: list[SegmentMeta | None] = [None] * nseg
 
     def place(s: int, meta: SegmentMeta, view: np.ndarray) -> None:

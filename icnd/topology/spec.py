@@ -24,7 +24,7 @@ reduction groups.  The schema::
     loss = 0.01
     bandwidth_mbps = 100
     cost = 1                   # routing cost, integer >= 1 (default 1)
-    transport = "udp"          # "udp" (default) or "tcp"
+    transport = "udp"          # "udp" or "tcp"; default udp, tcp on a link with a bandwidth limit
 
     [groups.g1]
     members = ["a", "m2@b"]    # "NODE", or "MEMBER@NODE" for a member id
@@ -487,7 +487,10 @@ class _Parser:
             cost = body.get("cost", 1)
             if isinstance(cost, bool) or not isinstance(cost, int) or cost < 1:
                 raise self.error(f"{entry}.cost", f"must be an integer >= 1, got {cost!r}")
-            transport = body.get("transport", TRANSPORTS[0])
+            # a link with a bandwidth limit defaults to TCP: icnd's UDP faces send a large Data's
+            # fragments as one burst, which a shaper (tbf under --netns) drops past its queue, and
+            # nothing paces them; TCP's congestion control paces to the limit (issue #19)
+            transport = body.get("transport", "tcp" if params.bandwidth_mbps > 0 else TRANSPORTS[0])
             if transport not in TRANSPORTS:
                 raise self.error(
                     f"{entry}.transport", f"must be one of {', '.join(TRANSPORTS)}, got {transport!r}"

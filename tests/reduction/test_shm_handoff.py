@@ -212,3 +212,14 @@ def test_a_sealed_memory_file_cannot_be_changed_or_written_through_its_view() ->
             view[0] = 1
     finally:
         os.close(fd)
+
+
+async def test_allreduce_writes_into_a_reused_output_array(daemon) -> None:
+    """``out=``, as an MPI receive buffer: the same memory every round, no fresh allocation."""
+    buf = np.zeros(MIB // 4, dtype=np.float32)
+    async with daemon.connect() as client:
+        for rnd, value in ((11, 1.5), (12, 2.5)):
+            got = await client.allreduce("g", rnd, np.full(MIB // 4, value, dtype=np.float32), member="a", out=buf)
+            assert np.shares_memory(got, buf) and (buf == value).all()
+        with pytest.raises(ValueError, match="out="):
+            await client.allreduce("g", 13, np.ones(4, dtype=np.float32), member="a", out=np.zeros(5, np.float32))

@@ -117,6 +117,21 @@ async def test_line3_in_namespaces(workdir) -> None:
 
 
 @needs_netns
+async def test_a_large_object_crosses_the_shipped_dumbbell_bottleneck(workdir) -> None:
+    """#19: across dumbbell's tbf-shaped 10 Mbit/s link, a 4 MB object with the default 1 MiB
+    segments arrives (it used to fail: "seg=0: no answer after 8 attempts")."""
+    blob = os.urandom(4 * 1000 * 1000)
+    with trio.fail_after(60):
+        async with launch(TOPOLOGIES / "dumbbell.toml", workdir=workdir, netns=True) as net:
+            r2, l2 = await net.connect("r2"), await net.connect("l2")
+            await r2.publish_object("/node/r2/big", blob)
+            started = trio.current_time()
+            assert await l2.fetch_object("/node/r2/big", timeout=30) == blob
+            took = trio.current_time() - started
+            assert took >= 4 * 8 / 10 * 0.9  # it did cross the 10 Mbit/s link (~3.2 s at least)
+
+
+@needs_netns
 async def test_topo_down_after_the_launcher_was_killed(workdir, tmp_path, background) -> None:
     proc, state = await background(LINE3, workdir, tmp_path / "up.out", netns=True, timeout=30)
     recorded = set(state["netns"])

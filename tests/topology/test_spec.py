@@ -83,6 +83,17 @@ def test_dumbbell_has_one_bottleneck() -> None:
     assert bottleneck.bandwidth_mbps > 0
     assert bottleneck.delay_ms > spec.defaults.delay_ms
     assert all(link.bandwidth_mbps == 0 for link in spec.links if link is not bottleneck)
+    # a shaped link is TCP by default (its congestion control paces to the limit), the others UDP
+    assert bottleneck.transport == "tcp"
+    assert all(link.transport == "udp" for link in spec.links if link is not bottleneck)
+
+
+def test_a_shaped_link_defaults_to_tcp_unless_it_says_otherwise() -> None:
+    spec = parse({"nodes": {"a": {}, "b": {}, "c": {}, "d": {}},
+                  "defaults": {"bandwidth_mbps": 5},
+                  "links": [{"ends": ["a", "b"]}, {"ends": ["b", "c"], "transport": "udp"},
+                            {"ends": ["c", "d"], "bandwidth_mbps": 0}]}, "t")
+    assert [link.transport for link in spec.links] == ["tcp", "udp", "udp"]
 
 
 def test_default_has_demo_group_and_two_hosts_of_matmul() -> None:

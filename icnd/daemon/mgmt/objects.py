@@ -21,13 +21,11 @@ from icnd.objects.store import ObjectStoreError
 from icnd.packet import Data
 
 
-SHM_READS = 2  # objects copied into shared memory at once (each up to the object's size)
 SHM_APPEND_CHUNK = 4 * 1024 * 1024  # bytes stored between checkpoints by append-shm
 
 
 class ObjectManager:
     def __init__(self, service: ObjectService, on_published: Callable[[Data], object] | None = None) -> None:
-        self._shm_reads = trio.Semaphore(SHM_READS)
         self.service = service
         self.on_published = on_published  # told of each Data published (the node serves certificates by key)
 
@@ -162,43 +160,26 @@ class ObjectManager:
         return {"received": received}
 
     async def read_shm(self, face: Face, args: dict[str, Any]) -> Any:
-        """A committed object stored here, handed to a local client in a
-        sealed memory file passed with the reply (issue #18: no segment
-        crosses the socket; the client checks every segment against the
-        manifest it verified, as it would on the network path).  ``prefix``:
-        the object's versioned name.  404 when it is not stored here (the
-        client then fetches it over the network)."""
+        """A committed object stored here, handed to a local client without
+        crossing the socket (issue #18): the reply carries a read-only
+        descriptor of the object's file, which the store never changes once
+        committed; the client maps it, copies it out and checks every
+        segment against the manifest it verified, as on the network path.
+        ``prefix``: the object's versioned name.  404 when it is not stored
+        here (the client then fetches it over the network)."""
         objects = self.service.objects
         prefix = name_arg(arg(args, "prefix", str), "prefix")
         obj = objects.stored(prefix)
         if obj is None or obj.manifest.size == 0:
             raise CommandError(404, f"{prefix} is not an object stored here")
-        if not getattr(face, "can_pass_fds", False) or not shm.available():
+        if not getattr(face, "can_pass_fds", False):
             raise CommandError(400, "this connection cannot pass descriptors (not a local Unix socket)")
-        size = obj.manifest.size
-        if self._shm_reads.value == 0:
-            objects.counters["object_shm_busy"] += 1
-            raise CommandError(503, f"{SHM_READS} shared-memory reads are in progress; fetch over the network")
-        async with self._shm_reads:
-            fd = await trio.to_thread.run_sync(_copy_sealed, obj.path, size)
+        try:
+            fd = os.open(obj.path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise CommandError(404, f"{prefix}: its file is gone ({exc.strerror})") from None
         objects.counters["object_shm_reads"] += 1
-        return WithFds({"prefix": prefix.to_uri(), "size": size}, [fd])
-
-
-def _copy_sealed(path: str, size: int) -> int:
-    """A sealed memory file holding the file at `path` (`size` bytes), copied by the kernel."""
-    src = os.open(path, os.O_RDONLY)
-    try:
-        def fill(fd: int) -> None:
-            done = 0
-            while done < size:  # file to memory file inside the kernel (sendfile writes at fd's position)
-                got = os.sendfile(fd, src, done, size - done)
-                if got <= 0:
-                    raise OSError(f"{path}: short read at {done} of {size} bytes")
-                done += got
-        return shm.create_sealed(size, fill, name="icnd-object")
-    finally:
-        os.close(src)
+        return WithFds({"prefix": prefix.to_uri(), "size": obj.manifest.size}, [fd])
 
 
 def _manifest_info(manifest: Manifest) -> dict[str, Any]:
