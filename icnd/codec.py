@@ -58,10 +58,15 @@ def encode(packet: Packet) -> bytes:
     if type(packet) is Data:
         wire = packet.wire
         if wire is None:
-            if len(packet.content) < LARGE_CONTENT:
+            content = packet.content
+            if type(content) is bytes and len(content) < LARGE_CONTENT:
                 wire = _pack([*_data_fields(packet), packet.sig_value])
             else:  # one copy of the content (the packer would copy it in, then out again)
                 wire = b"".join((*signed_parts(packet), msgpack.packb(packet.sig_value, use_bin_type=True)))
+                if type(content) is memoryview:
+                    # a view of memory held elsewhere (shared memory): the encoding is not kept
+                    # on the packet, where it would double what the holder accounts for
+                    return wire
             object.__setattr__(packet, "wire", wire)
         return wire
     if type(packet) is Interest:
@@ -126,6 +131,8 @@ def signed_parts(data: Data) -> tuple[bytes, bytes | memoryview, bytes]:
     for f in (VERSION, T_DATA, data.name.comps, int(data.content_type), data.freshness_ms, data.final_block_id):
         packer.pack(f)
     content = data.content
+    if type(content) is memoryview and (content.format != "B" or content.ndim != 1):
+        content = content.cast("B")  # its length in bytes, as the packer counts it
     head = packer.bytes() + _bin_header(len(content))
     kl = data.key_locator
     tail = _pack([int(data.sig_type), None if kl is None else kl.comps])[1:]  # the two fields, not the array

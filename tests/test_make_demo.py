@@ -4,6 +4,7 @@ which prints the recipe without running it)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,7 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_make_demo_installs_the_package_alone_and_quietly() -> None:
-    recipe = subprocess.run(["make", "-n", "-B", "demo"], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}  # (under make test)
+    recipe = subprocess.run(["make", "--no-print-directory", "-n", "-B", "demo"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=30)
     assert recipe.returncode == 0, recipe.stderr
     installs = [line for line in recipe.stdout.splitlines() if "pip install" in line and " -e " in line]
     assert installs and all("--quiet" in line for line in installs)

@@ -253,7 +253,7 @@ class Client:
                         assert isinstance(face, StreamFace)
                         if face.closed:
                             raise Error(f"connection to the node at {self.socket_path} is closed")
-                        await face.send_with_fds(encode(interest), list(fds))
+                        face.send_with_fds(encode(interest), list(fds))
                     await p.event.wait()
             finally:
                 if p.result is None:
@@ -281,6 +281,8 @@ class Client:
         if not isinstance(face, StreamFace) or not face.can_pass_fds:
             raise Error(f"the connection to {self.socket_path} cannot pass descriptors (not a Unix socket)")
         async with self._fd_replies:
+            while (stale := face.take_fd()) is not None:  # from a reply that came after its command timed out
+                os.close(stale)
             result = await self.command(module, verb, timeout=timeout, **args)
             fd = face.take_fd()
         if fd is None:

@@ -134,6 +134,9 @@ class FaceTable:
     async def _run(self, face: Face, link: LinkService, on_receive: OnReceive) -> None:
         try:
             await face.run(on_receive)
+        except Exception:  # a bug in one face closes that face, never the node
+            log.exception("face %d %s failed; closing it", face.id, face.remote_uri)
+            await face.aclose()
         finally:
             self.faces.pop(face.id, None)
             self.links.pop(face.id, None)

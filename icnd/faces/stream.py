@@ -187,6 +187,8 @@ class StreamFace(Face):
         self._on_release: Callable[[], None] | None = None  # the accepting listener's bookkeeping
         self._fd_capable = sock.family == socket.AF_UNIX
         self._held_fds: deque[int] = deque()  # received with SCM_RIGHTS, oldest first
+        # queued packets with descriptors to send: id(first queued item) -> (that item, our copies)
+        self._attached: dict[int, tuple[bytes, list[int]]] = {}
 
     @property
     def send_queue_bytes(self) -> int:
@@ -280,40 +282,50 @@ class StreamFace(Face):
                     os.close(fd)
                     counters.fds_refused += 1
 
-    async def send_with_fds(self, wire: bytes, fds: list[int]) -> None:
-        """Send one packet with `fds` attached (Unix faces only): the queue is
-        drained first so the descriptors travel with this packet's first
-        byte; the rest of the packet is queued like `send`'s.  The caller
-        keeps its own descriptors (the receiver gets copies)."""
+    def send_with_fds(self, wire: bytes, fds: list[int]) -> None:
+        """Send one packet with `fds` attached (Unix faces only), in order
+        with everything else sent: straight away when nothing is queued,
+        else queued with copies of the descriptors (`os.dup`) that the writer
+        attaches to the packet's first byte and closes once sent (or when the
+        face closes).  Never waits: the writer task is the only one waiting
+        on the socket.  The caller keeps (and closes) its own descriptors."""
         if not self._fd_capable or not fds or len(fds) > MAX_FDS_PER_MSG:
             raise ValueError("descriptors go over a Unix stream face, 1..%d per packet" % MAX_FDS_PER_MSG)
         n = len(wire)
         if n > self._max_packet:
             raise ValueError(f"packet of {n} bytes exceeds {self._max_packet}")
+        if self.closed:
+            raise trio.ClosedResourceError(f"{self.remote_uri} is closed")
         header = self._header(n)
-        anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())]
-        while True:
-            if self.closed:
-                raise trio.ClosedResourceError(f"{self.remote_uri} is closed")
-            if not self._queue:
-                try:
-                    sent = self._sock.sendmsg((header, wire), anc)
-                    break
-                except BlockingIOError:
-                    pass
-                except OSError as exc:
-                    self._close_now(_describe(exc))
-                    raise trio.ClosedResourceError(f"{self.remote_uri}: {exc}") from None
-            await trio.lowlevel.wait_writable(self._sock)
-            self._flush()
-        if sent < self._header_size + n:
-            self._queue_rest(header, wire, sent)
+        sent = 0
+        if not self._queue:
+            try:
+                sent = self._sock.sendmsg((header, wire), _rights(fds))
+            except BlockingIOError:
+                sent = 0
+            except OSError as exc:
+                self._close_now(_describe(exc))
+                raise trio.ClosedResourceError(f"{self.remote_uri}: {exc}") from None
+        if sent:  # the descriptors went with the first byte
+            if sent < self._header_size + n:
+                self._queue_rest(header, wire, sent)
+        else:
+            first = bytes(header)  # its own object: the key of its attachment
+            self._attached[id(first)] = (first, [os.dup(fd) for fd in fds])
+            self._queue.append(first)
+            self._queue.append(wire)
+            self._queued_bytes += self._header_size + n
+            self._wake_writer.set()
         self.counters.out_packets += 1
         self.counters.out_bytes += n
 
     def _release(self) -> None:
         while self._held_fds:
             os.close(self._held_fds.popleft())
+        for _, dups in self._attached.values():
+            for fd in dups:
+                os.close(fd)
+        self._attached.clear()
         self._queue.clear()
         self._queued_bytes = 0
         self._wake_writer.set()
@@ -343,16 +355,35 @@ class StreamFace(Face):
             self._flush()
 
     def _flush(self) -> None:
-        """Write queued bytes until the queue is empty or the socket would block."""
+        """Write queued bytes until the queue is empty or the socket would block.
+        A queued packet with descriptors attached (`send_with_fds`) starts a
+        ``sendmsg`` of its own, which carries them; they are closed once sent."""
         queue = self._queue
+        attached = self._attached
         while queue:
+            anc: list[tuple[int, int, bytes]] = []
+            if attached:
+                head = attached.get(id(queue[0]))
+                if head is not None and head[0] is queue[0]:
+                    anc = _rights(head[1])
+                batch = [queue[0]]
+                for item in itertools.islice(queue, 1, _IOV_MAX):
+                    if id(item) in attached:
+                        break  # the next packet with descriptors starts its own sendmsg
+                    batch.append(item)
+            else:
+                batch = list(itertools.islice(queue, _IOV_MAX))
             try:
-                sent = self._sock.sendmsg(list(itertools.islice(queue, _IOV_MAX)))
+                sent = self._sock.sendmsg(batch, anc) if anc else self._sock.sendmsg(batch)
             except BlockingIOError:
                 return
             except OSError as exc:
                 self._close_now(_describe(exc))
                 return
+            if anc and sent:
+                _, dups = attached.pop(id(queue[0]))
+                for fd in dups:
+                    os.close(fd)
             self._queued_bytes -= sent
             while sent:
                 head_len = len(queue[0])
@@ -707,6 +738,11 @@ async def _connect(family: int, type_: int, proto: int, address: str | tuple[Any
         sock.close()
         raise
     return sock
+
+
+def _rights(fds: list[int]) -> list[tuple[int, int, bytes]]:
+    """The ancillary data that passes `fds` (SCM_RIGHTS)."""
+    return [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())]
 
 
 def _describe(exc: OSError) -> str:

@@ -412,7 +412,10 @@ async def _from_shared_memory(ep: Endpoint, manifest: Manifest, out: str | os.Pa
         if exc.status == 404:
             return None
         raise
-    view = shm.map_file(fd, manifest.size)
+    try:
+        view = shm.map_file(fd, manifest.size)
+    except shm.ShmError:  # not what the manifest describes: the network path decides
+        return None
     try:
         if out is None:
             whole: bytes | bytearray = bytes(view)
@@ -443,6 +446,8 @@ async def _from_shared_memory(ep: Endpoint, manifest: Manifest, out: str | os.Pa
     copy.release()
     wrong = [i for i in bad if i is not None]
     if wrong:  # the node's copy is corrupt: never returned (the network path would not either)
+        if isinstance(out, bytearray):
+            out[:] = bytes(len(out))  # the caller's buffer keeps nothing unchecked
         raise VerificationError(f"{manifest.segment_name(min(wrong))}: content does not match the manifest")
     if stats is not None:
         stats.segments, stats.bytes, stats.interests = manifest.segments, manifest.size, 0

@@ -277,7 +277,9 @@ async def reduce(ep: Endpoint, group: str, rnd: int, op: str, *, timeout: float,
         fetch.exclude = tuple(i for i in range(len(desc.members)) if i not in got)
     dt = np.dtype(meta0.dtype)
     seg_elems, nseg, total = plan(dt, meta0.shape, desc.seg_bytes)
-    if out is None or op == "mean":
+    if out is not None and op == "mean":
+        raise ValueError("out= takes the aggregate itself; for mean, pass no out= (the mean is a new array)")
+    if out is None:
         out = np.empty(total, dtype=dt)
     elif out.dtype != dt or out.size != total or not out.flags.c_contiguous or not out.flags.writeable:
         raise ValueError(f"out= is {out.dtype} of {out.size} elements; the aggregate is {dt} of {total} "

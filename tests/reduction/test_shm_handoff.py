@@ -141,12 +141,12 @@ async def test_bad_descriptors_sizes_and_layouts_are_refused_with_a_counter(daem
             message = await refused([os.dup(f.fileno())], size=4096, segments=[[0, 4096]])
             assert "not sealed" in message or "memory file" in message
         fd, size, spans = _segment_file(x, seg, seal=True)
-        assert "command says" in await refused([fd], size=size - 1, segments=[[0, 10]])
-        fd, size, spans = _segment_file(x, seg, seal=True)
-        assert "within the memory file" in await refused([fd], size=size, segments=[[0, size + 1]])
+        assert "command says" in await refused([fd], size=size - 1, segments=[[0, size - 1]])
+        fd, size, spans = _segment_file(x, seg, seal=True)  # spans must tile the whole file: all of it is held
+        assert "tile the memory file" in await refused([fd], size=size, segments=[[0, 10]])
         fd, size, spans = _segment_file(x, seg, seal=True)
         huge = 2 << 40
-        assert "outside" in await refused([fd], size=huge, segments=[[0, 10]])
+        assert "outside" in await refused([fd], size=huge, segments=[[0, huge]])
         garbage = shm.create_sealed(seg, lambda fd: shm.write_all(fd, [b"\xff" * seg], 0))
         assert "header" in await refused([garbage], size=seg, segments=[[0, seg]])
         with pytest.raises(CommandError) as info:  # no descriptor at all
@@ -223,3 +223,33 @@ async def test_allreduce_writes_into_a_reused_output_array(daemon) -> None:
             assert np.shares_memory(got, buf) and (buf == value).all()
         with pytest.raises(ValueError, match="out="):
             await client.allreduce("g", 13, np.ones(4, dtype=np.float32), member="a", out=np.zeros(5, np.float32))
+
+
+async def test_concurrent_hand_overs_on_one_connection_never_swap_descriptors(daemon) -> None:
+    """Each command takes the descriptor that came with it (taken as it arrives, not when its task
+    happens to start): four equal-size contributions to four rounds, all at once on one client."""
+    arrays = {rnd: np.full(MIB // 4, float(rnd), dtype=np.float32) for rnd in range(21, 25)}
+    async with daemon.connect() as client:
+        async with trio.open_nursery() as nursery:
+            for rnd, x in arrays.items():
+                nursery.start_soon(lambda r=rnd, a=x: client.contribute("g", r, a, member="a"))
+        for rnd, x in arrays.items():
+            got = await client.reduce("g", rnd, "sum", timeout=5)
+            assert (got.array == float(rnd)).all(), rnd
+        from icnd.reduction import consumer
+
+        with pytest.raises(ValueError, match="mean"):  # out= is the aggregate's buffer, not the mean's
+            await consumer.reduce(client, "g", 21, "mean", timeout=5, partial=False,
+                                  out=np.empty(MIB // 4, np.float32))
+
+
+async def test_a_bad_object_hand_over_closes_its_descriptor(daemon) -> None:
+    async with daemon.connect() as client:
+        for bad in ({"upload": "nope", "size": "x"}, {"size": 3}, {"upload": "nope", "size": 16}):
+            fd = shm.create_sealed(16, lambda f: shm.write_all(f, [b"0123456789abcdef"], 0))
+            try:
+                with pytest.raises(CommandError):
+                    await client.command("object", "append-shm", fds=[fd], **bad)
+            finally:
+                os.close(fd)
+        assert memfds(daemon.proc.pid) == 0

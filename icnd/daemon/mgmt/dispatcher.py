@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import msgpack
 
@@ -26,7 +26,17 @@ log = logging.getLogger("icnd.mgmt")
 
 MGMT_PREFIX = (LOCALHOST, generic("icnd"))
 
-Handler = Callable[[Face, dict[str, Any]], Awaitable[Any]]
+# ``handler(requesting face, arguments)``, or ``(face, arguments, descriptor)`` for one marked `takes_fd`
+Handler = Callable[..., Awaitable[Any]]
+_H = TypeVar("_H", bound=Callable[..., Awaitable[Any]])
+
+
+def takes_fd(handler: _H) -> _H:
+    """Mark a handler ``(face, args, fd)`` whose command comes with one
+    descriptor (SCM_RIGHTS): the dispatcher takes it from the face as the
+    command arrives and passes it (None if none came); the handler owns it."""
+    handler.takes_fd = True  # type: ignore[attr-defined]
+    return handler
 
 
 class WithFds:
@@ -64,11 +74,20 @@ class Dispatcher:
         return (MGMT_PREFIX,) if face.local else ()
 
     def receive(self, face: Face, link: LinkService, interest: Interest) -> bool:
-        """Take a command Interest (always: every name under the prefix is a command)."""
-        self._spawn(self.handle, face, link, interest)
+        """Take a command Interest (always: every name under the prefix is a
+        command).  A command that takes a descriptor (`takes_fd`) gets it
+        here, in arrival order, before its task starts (tasks start in any
+        order), so descriptors and commands never cross."""
+        verb = tuple(c[1:].decode("utf-8", "replace") for c in interest.name.comps[2:4])
+        handler = self.handlers.get((verb[0], verb[1])) if len(verb) == 2 else None
+        take = getattr(face, "take_fd", None)
+        fd = take() if getattr(handler, "takes_fd", False) and take is not None else None
+        self._spawn(self.handle, face, link, interest, fd)
         return True
 
-    async def handle(self, face: Face, link: LinkService, interest: Interest) -> None:
+    async def handle(self, face: Face, link: LinkService, interest: Interest, fd: int | None = None) -> None:
+        """Run the command; a descriptor it was given is the handler's to close
+        once called, closed here if the command fails before that."""
         verb = tuple(c[1:].decode("utf-8", "replace") for c in interest.name.comps[2:4])
         what = "/".join(verb)
         try:
@@ -83,7 +102,11 @@ class Dispatcher:
                     raise CommandError(400, "command parameters are not a msgpack map") from None
             if not isinstance(args, dict):
                 raise CommandError(400, "command parameters are not a msgpack map")
-            result = await handler(face, args)
+            if getattr(handler, "takes_fd", False):
+                given, fd = fd, None
+                result = await handler(face, args, given)
+            else:
+                result = await handler(face, args)
             if isinstance(result, WithFds):
                 await self._reply_with_fds(face, link, interest, result)
                 return
@@ -93,6 +116,9 @@ class Dispatcher:
         except Exception as exc:  # a bug must not kill the node; the caller learns of it
             log.exception("management command %s failed", what)
             reply = {"ok": False, "code": 500, "error": f"internal error: {exc.__class__.__name__}: {exc}"}
+        finally:
+            if fd is not None:
+                os.close(fd)
         data = self._digest.sign(Data(interest.name, msgpack.packb(reply, use_bin_type=True)))
         face.send(link.encode(data))
 
@@ -106,7 +132,7 @@ class Dispatcher:
                 face.send(link.encode(self._digest.sign(Data(interest.name, msgpack.packb(failed)))))
                 return
             try:
-                await send(link.encode(data), result.fds)
+                send(link.encode(data), result.fds)
             except Exception as exc:  # the client went away meanwhile: nothing to answer
                 log.info("reply with descriptors to %s not sent: %s", face, exc)
         finally:

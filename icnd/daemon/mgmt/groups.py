@@ -8,7 +8,7 @@ from typing import Any
 
 from icnd.codec import encode
 from icnd.daemon.mgmt.args import arg, data_packets
-from icnd.daemon.mgmt.dispatcher import Commands
+from icnd.daemon.mgmt.dispatcher import Commands, takes_fd
 from icnd.errors import CommandError
 from icnd.faces import Face, shm
 from icnd.packet import Data, SigType
@@ -83,16 +83,16 @@ class GroupManager:
         return {"added": added}
 
 
-    async def contribute_shm(self, face: Face, args: dict[str, Any]) -> Any:
+    @takes_fd
+    async def contribute_shm(self, face: Face, args: dict[str, Any], fd: int | None) -> Any:
         """A whole contribution in one sealed shared-memory segment, whose
         descriptor came with this command (issue #18, `icnd.faces.shm`):
         ``segments`` = ``[[offset, length], ...]``, segment s's content
-        (`icnd.reduction.segment` format) at ``offset``; ``size`` the memory
-        file's size.  Each segment is stored as a view of the mapping, checked
-        like any contribution (`ContributionStore.add`)."""
+        (`icnd.reduction.segment` format) at ``offset``, back to back from 0
+        to ``size`` (the memory file's size), so the store accounts for all
+        of the memory it keeps mapped.  Each segment is stored as a view of
+        the mapping, checked like any contribution (`ContributionStore.add`)."""
         contrib = self.service.contrib
-        take = getattr(face, "take_fd", None)
-        fd = take() if take is not None else None
         try:
             if fd is None:
                 raise CommandError(400, "no shared-memory descriptor came with this command (it is passed "
@@ -102,11 +102,9 @@ class GroupManager:
             spans = arg(args, "segments", list)
             if not 0 <= rnd < 1 << 63:
                 raise CommandError(400, f"round {rnd} is outside 0..2^63-1")
-            if not 0 < len(spans) <= MAX_SEGMENTS or not all(
-                    isinstance(sp, list) and len(sp) == 2 and all(type(v) is int for v in sp)
-                    and 0 <= sp[0] and 0 < sp[1] and sp[0] + sp[1] <= size for sp in spans):
-                raise CommandError(400, "segments must be 1..%d [offset, length] pairs within the memory file"
-                                        % MAX_SEGMENTS)
+            if not _tiles(spans, size):
+                raise CommandError(400, "segments must be 1..%d [offset, length] pairs that tile the memory file "
+                                        "from 0 to its size, in order" % MAX_SEGMENTS)
             try:
                 view = shm.map_sealed(fd, size, max_bytes=contrib.max_bytes)
             except shm.ShmError as exc:
@@ -130,6 +128,19 @@ class GroupManager:
                 raise CommandError(exc.code, str(exc)) from None
         contrib.counters["contrib_shm"] += 1
         return {"added": added}
+
+
+def _tiles(spans: list, size: int) -> bool:
+    """`spans` are 1..MAX_SEGMENTS [offset, length] pairs, each non-empty, back to back from 0 to `size`."""
+    if not 0 < len(spans) <= MAX_SEGMENTS:
+        return False
+    at = 0
+    for sp in spans:
+        if not (isinstance(sp, list) and len(sp) == 2 and type(sp[0]) is int and type(sp[1]) is int
+                and sp[0] == at and sp[1] > 0):
+            return False
+        at += sp[1]
+    return at == size
 
 
 def _group_info(desc: GroupDescriptor, data: Data) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import trio
 
 from icnd.core.tables.fib import TableFull
 from icnd.daemon.mgmt.args import arg, data_packets, name_arg
-from icnd.daemon.mgmt.dispatcher import Commands, WithFds
+from icnd.daemon.mgmt.dispatcher import Commands, WithFds, takes_fd
 from icnd.codec import decode
 from icnd.errors import CommandError, DecodeError
 from icnd.faces import Face, shm
@@ -128,21 +128,26 @@ class ObjectManager:
         return {"name": name.to_uri(), "versions": [m.version for m in removed]}
 
 
-    async def append_shm(self, face: Face, args: dict[str, Any]) -> Any:
+    @takes_fd
+    async def append_shm(self, face: Face, args: dict[str, Any], fd: int | None) -> Any:
         """All of an upload's bytes at once, in a sealed memory file whose
         descriptor came with this command (issue #18, `icnd.faces.shm`):
         stored and hashed as `append` would, a chunk at a time with a
         checkpoint between chunks (so forwarding goes on meanwhile)."""
         objects = self.service.objects
-        take = getattr(face, "take_fd", None)
-        fd = take() if take is not None else None
-        if fd is None:
-            raise CommandError(400, "no shared-memory descriptor came with this command")
-        upload, size = arg(args, "upload", str), arg(args, "size", int)
         try:
-            view = shm.map_sealed(fd, size, max_bytes=objects.capacity_bytes)
-        except shm.ShmError as exc:
-            raise CommandError(400, str(exc)) from None
+            if fd is None:
+                raise CommandError(400, "no shared-memory descriptor came with this command")
+            upload, size = arg(args, "upload", str), arg(args, "size", int)
+            try:
+                view = shm.map_sealed(fd, size, max_bytes=objects.capacity_bytes)
+            except shm.ShmError as exc:
+                raise CommandError(400, str(exc)) from None
+            finally:
+                fd = None  # closed by map_sealed
+        finally:
+            if fd is not None:
+                os.close(fd)
         received = 0
         try:
             for offset in range(0, size, SHM_APPEND_CHUNK):
