@@ -50,6 +50,18 @@ def free_ports(n: int = 1, kind: int = socket.SOCK_DGRAM) -> list[int]:
             s.close()
 
 
+def memfds(pid: int | str = "self") -> int:
+    """How many memory-file descriptors (memfd) process `pid` holds open (a
+    mapping does not count): what shared-memory tests check for leaks."""
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            n += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("/memfd:")
+        except OSError:
+            pass  # closed meanwhile
+    return n
+
+
 def stop_process(proc: subprocess.Popen[Any], timeout: float = 5.0) -> None:
     """End a helper process (SIGTERM, then SIGKILL after `timeout`) and close its pipes."""
     if proc.poll() is None:

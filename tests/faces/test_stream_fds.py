@@ -12,6 +12,7 @@ import trio
 
 from icnd.faces import shm
 from icnd.faces.stream import MAX_HELD_FDS, StreamFace
+from icnd.testing.processes import memfds
 
 
 def _pair() -> tuple[StreamFace, StreamFace]:
@@ -21,14 +22,6 @@ def _pair() -> tuple[StreamFace, StreamFace]:
     return mk(a, 1), mk(b, 2)
 
 
-def _memfds() -> int:
-    n = 0
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            n += os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:")
-        except OSError:
-            pass
-    return n
 
 
 def _memfd(tag: bytes) -> int:
@@ -89,7 +82,7 @@ async def test_descriptors_nobody_takes_are_bounded_and_closed_with_the_face() -
             nursery.start_soon(receiver.run, on_receive)
             await arrived.wait()
             assert receiver.counters.fds_received == MAX_HELD_FDS and receiver.counters.fds_refused == 4
-            assert _memfds() == MAX_HELD_FDS  # held, the rest closed at once
+            assert memfds() == MAX_HELD_FDS  # held, the rest closed at once
             await receiver.aclose()
             nursery.cancel_scope.cancel()
-    assert _memfds() == 0  # closed with the face
+    assert memfds() == 0  # closed with the face

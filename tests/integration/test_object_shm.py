@@ -11,21 +11,13 @@ import trio
 
 from icnd.errors import VerificationError
 from icnd.faces import shm
-from icnd.testing.processes import Daemon, free_ports, short_tempdir
+from icnd.testing.processes import Daemon, free_ports, memfds, short_tempdir
 
 pytestmark = pytest.mark.skipif(not shm.available(), reason="sealed memory files need Linux (memfd_create)")
 
 BLOB = os.urandom(3 * 1024 * 1024 + 12345)
 
 
-def memfds() -> int:
-    n = 0
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            n += os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:")
-        except OSError:
-            pass
-    return n
 
 
 @pytest.fixture

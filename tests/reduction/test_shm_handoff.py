@@ -25,7 +25,7 @@ import icnd
 from icnd.errors import CommandError
 from icnd.faces import shm
 from icnd.reduction.segment import SegmentMeta, segment_head
-from icnd.testing.processes import Daemon, short_tempdir
+from icnd.testing.processes import Daemon, memfds, short_tempdir
 
 pytestmark = pytest.mark.skipif(not shm.available(), reason="sealed memory files need Linux (memfd_create)")
 
@@ -47,15 +47,6 @@ def open_fds(pid: int | str = "self") -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
-def memfds(pid: int | str = "self") -> int:
-    """Descriptors of memory files a process holds (mappings do not count)."""
-    n = 0
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            n += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("/memfd:")
-        except OSError:
-            pass
-    return n
 
 
 async def counters(client: icnd.Client) -> dict[str, int]:
