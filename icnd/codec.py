@@ -133,7 +133,7 @@ def signed_parts(data: Data) -> tuple[bytes, bytes | memoryview, bytes]:
     content = data.content
     if type(content) is memoryview and (content.format != "B" or content.ndim != 1):
         content = content.cast("B")  # its length in bytes, as the packer counts it
-    head = packer.bytes() + _bin_header(len(content))
+    head = packer.bytes() + bin_header(len(content))
     kl = data.key_locator
     tail = _pack([int(data.sig_type), None if kl is None else kl.comps])[1:]  # the two fields, not the array
     return head, content, tail
@@ -146,7 +146,7 @@ def signed_portion_of_wire(data: Data) -> memoryview:
     return memoryview(wire)[: len(wire) - tail]
 
 
-def _bin_header(n: int) -> bytes:
+def bin_header(n: int) -> bytes:
     """msgpack's bin 8/16/32 header for `n` bytes (what the packer writes
     before a bytes object; its Python API has no call for the header alone)."""
     if n < 0x100:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import msgpack
 
-from icnd.codec import MAX_CONTENT_SIZE, T_DATA, VERSION
+from icnd.codec import MAX_CONTENT_SIZE, T_DATA, VERSION, bin_header
 from icnd.errors import DecodeError
 from icnd.name import T_SEGMENT, T_VERSION, Name, generic, segment, version
 from icnd.packet import ContentType, Data, SigType, new_data
@@ -154,7 +154,7 @@ class SegmentBuilder:
         packer.pack_array_header(10)
         for value in (VERSION, T_DATA, name.comps, int(ContentType.BLOB), self.freshness_ms, self._final):
             packer.pack(value)
-        return name, packer.bytes() + _bin_header(length)
+        return name, packer.bytes() + bin_header(length)
 
     def sig_hasher(self, index: int, length: int) -> "hashlib._Hash":
         """A SHA-256 fed with everything before segment `index`'s content;
@@ -194,15 +194,6 @@ class SegmentBuilder:
         return new_data(name, view[start:start + length],
                         int(ContentType.BLOB), self.freshness_ms, self._final, int(SigType.DIGEST_SHA256), None, sig,
                         buffer)  # type: ignore[arg-type]  # bytes-like: the encoding is only ever sent
-
-
-def _bin_header(length: int) -> bytes:
-    """msgpack's header for a bin of `length` bytes (what packb writes)."""
-    if length < 0x100:
-        return bytes((0xC4, length))
-    if length < 0x10000:
-        return b"\xc5" + length.to_bytes(2, "big")
-    return b"\xc6" + length.to_bytes(4, "big")
 
 
 def check_segment(manifest: Manifest, index: int, content: bytes | memoryview) -> bool:

@@ -6,6 +6,7 @@ from typing import Any
 
 from icnd.codec import decode
 from icnd.errors import CommandError, DecodeError
+from icnd.faces import shm
 from icnd.name import Name
 from icnd.packet import Data
 
@@ -48,3 +49,16 @@ def data_packets(packets: list[Any]) -> list[Data]:
             raise CommandError(400, "packets must be Data, not Interests or Nacks")
         out.append(data)
     return out
+
+
+def sealed_view(fd: int | None, size: int, max_bytes: int) -> memoryview:
+    """The read-only view of the sealed memory file that came with a command
+    (`icnd.faces.shm.map_sealed`, which closes `fd`); ``CommandError(400)``
+    if none came or the file is refused."""
+    if fd is None:
+        raise CommandError(400, "no shared-memory descriptor came with this command (it is passed over "
+                                "the node's Unix socket with the command itself)")
+    try:
+        return shm.map_sealed(fd, size, max_bytes=max_bytes)
+    except shm.ShmError as exc:
+        raise CommandError(400, str(exc)) from None

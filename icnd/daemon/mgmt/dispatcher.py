@@ -32,11 +32,31 @@ _H = TypeVar("_H", bound=Callable[..., Awaitable[Any]])
 
 
 def takes_fd(handler: _H) -> _H:
-    """Mark a handler ``(face, args, fd)`` whose command comes with one
+    """Mark a handler ``(face, args, passed)`` whose command comes with one
     descriptor (SCM_RIGHTS): the dispatcher takes it from the face as the
-    command arrives and passes it (None if none came); the handler owns it."""
+    command arrives and hands it over as a `PassedFd`."""
     handler.takes_fd = True  # type: ignore[attr-defined]
     return handler
+
+
+class PassedFd:
+    """The descriptor that came with a command (or None): a handler that
+    uses it `take`s it and owns it from then on; the dispatcher closes it
+    otherwise, whatever the handler did (returned or raised)."""
+
+    __slots__ = ("_fd",)
+
+    def __init__(self, fd: int | None) -> None:
+        self._fd = fd
+
+    def take(self) -> int | None:
+        fd, self._fd = self._fd, None
+        return fd
+
+    def close(self) -> None:
+        fd = self.take()
+        if fd is not None:
+            os.close(fd)
 
 
 class WithFds:
@@ -82,12 +102,13 @@ class Dispatcher:
         handler = self.handlers.get((verb[0], verb[1])) if len(verb) == 2 else None
         take = getattr(face, "take_fd", None)
         fd = take() if getattr(handler, "takes_fd", False) and take is not None else None
-        self._spawn(self.handle, face, link, interest, fd)
+        self._spawn(self.handle, face, link, interest, PassedFd(fd))
         return True
 
-    async def handle(self, face: Face, link: LinkService, interest: Interest, fd: int | None = None) -> None:
-        """Run the command; a descriptor it was given is the handler's to close
-        once called, closed here if the command fails before that."""
+    async def handle(self, face: Face, link: LinkService, interest: Interest,
+                     passed: PassedFd | None = None) -> None:
+        """Run the command; a descriptor that came with it and that the
+        handler did not take is closed here, however the command ended."""
         verb = tuple(c[1:].decode("utf-8", "replace") for c in interest.name.comps[2:4])
         what = "/".join(verb)
         try:
@@ -103,8 +124,7 @@ class Dispatcher:
             if not isinstance(args, dict):
                 raise CommandError(400, "command parameters are not a msgpack map")
             if getattr(handler, "takes_fd", False):
-                given, fd = fd, None
-                result = await handler(face, args, given)
+                result = await handler(face, args, passed or PassedFd(None))
             else:
                 result = await handler(face, args)
             if isinstance(result, WithFds):
@@ -117,8 +137,8 @@ class Dispatcher:
             log.exception("management command %s failed", what)
             reply = {"ok": False, "code": 500, "error": f"internal error: {exc.__class__.__name__}: {exc}"}
         finally:
-            if fd is not None:
-                os.close(fd)
+            if passed is not None:
+                passed.close()
         data = self._digest.sign(Data(interest.name, msgpack.packb(reply, use_bin_type=True)))
         face.send(link.encode(data))
 

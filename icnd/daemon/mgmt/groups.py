@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from typing import Any
 
 from icnd.codec import encode
-from icnd.daemon.mgmt.args import arg, data_packets
-from icnd.daemon.mgmt.dispatcher import Commands, takes_fd
+from icnd.daemon.mgmt.args import arg, data_packets, sealed_view
+from icnd.daemon.mgmt.dispatcher import Commands, PassedFd, takes_fd
 from icnd.errors import CommandError
-from icnd.faces import Face, shm
+from icnd.faces import Face
 from icnd.packet import Data, SigType
 from icnd.reduction.contrib import ReductionError
 from icnd.reduction.group import GroupDescriptor, contrib_name
@@ -84,7 +83,7 @@ class GroupManager:
 
 
     @takes_fd
-    async def contribute_shm(self, face: Face, args: dict[str, Any], fd: int | None) -> Any:
+    async def contribute_shm(self, face: Face, args: dict[str, Any], passed: PassedFd) -> Any:
         """A whole contribution in one sealed shared-memory segment, whose
         descriptor came with this command (issue #18, `icnd.faces.shm`):
         ``segments`` = ``[[offset, length], ...]``, segment s's content
@@ -94,26 +93,16 @@ class GroupManager:
         the mapping, checked like any contribution (`ContributionStore.add`)."""
         contrib = self.service.contrib
         try:
-            if fd is None:
-                raise CommandError(400, "no shared-memory descriptor came with this command (it is passed "
-                                        "over the node's Unix socket with the command itself)")
             group, member = arg(args, "group", str), arg(args, "member", str)
             rnd, size = arg(args, "round", int), arg(args, "size", int)
             spans = arg(args, "segments", list)
             if not 0 <= rnd < 1 << 63:
                 raise CommandError(400, f"round {rnd} is outside 0..2^63-1")
             if not _tiles(spans, size):
-                raise CommandError(400, "segments must be 1..%d [offset, length] pairs that tile the memory file "
-                                        "from 0 to its size, in order" % MAX_SEGMENTS)
-            try:
-                view = shm.map_sealed(fd, size, max_bytes=contrib.max_bytes)
-            except shm.ShmError as exc:
-                raise CommandError(400, str(exc)) from None
-            finally:
-                fd = None  # closed by map_sealed
+                raise CommandError(400, "segments must be 1..%d [offset, length] pairs that tile the memory "
+                                        "file from 0 to its size, in order" % MAX_SEGMENTS)
+            view = sealed_view(passed.take(), size, contrib.max_bytes)
         except CommandError:
-            if fd is not None:
-                os.close(fd)
             contrib.counters["contrib_shm_refused"] += 1
             raise
         node = self.service.node_id

@@ -9,11 +9,11 @@ from typing import Any
 import trio
 
 from icnd.core.tables.fib import TableFull
-from icnd.daemon.mgmt.args import arg, data_packets, name_arg
-from icnd.daemon.mgmt.dispatcher import Commands, WithFds, takes_fd
+from icnd.daemon.mgmt.args import arg, data_packets, name_arg, sealed_view
+from icnd.daemon.mgmt.dispatcher import Commands, PassedFd, WithFds, takes_fd
 from icnd.codec import decode
 from icnd.errors import CommandError, DecodeError
-from icnd.faces import Face, shm
+from icnd.faces import Face
 from icnd.name import T_RNP
 from icnd.objects.manifest import Manifest
 from icnd.objects.service import ObjectService
@@ -129,25 +129,14 @@ class ObjectManager:
 
 
     @takes_fd
-    async def append_shm(self, face: Face, args: dict[str, Any], fd: int | None) -> Any:
+    async def append_shm(self, face: Face, args: dict[str, Any], passed: PassedFd) -> Any:
         """All of an upload's bytes at once, in a sealed memory file whose
         descriptor came with this command (issue #18, `icnd.faces.shm`):
         stored and hashed as `append` would, a chunk at a time with a
         checkpoint between chunks (so forwarding goes on meanwhile)."""
         objects = self.service.objects
-        try:
-            if fd is None:
-                raise CommandError(400, "no shared-memory descriptor came with this command")
-            upload, size = arg(args, "upload", str), arg(args, "size", int)
-            try:
-                view = shm.map_sealed(fd, size, max_bytes=objects.capacity_bytes)
-            except shm.ShmError as exc:
-                raise CommandError(400, str(exc)) from None
-            finally:
-                fd = None  # closed by map_sealed
-        finally:
-            if fd is not None:
-                os.close(fd)
+        upload, size = arg(args, "upload", str), arg(args, "size", int)
+        view = sealed_view(passed.take(), size, objects.capacity_bytes)
         received = 0
         try:
             for offset in range(0, size, SHM_APPEND_CHUNK):
