@@ -197,3 +197,25 @@ class Daemon:
 
     def kill(self) -> None:
         self.stop(signal.SIGKILL)
+
+
+@contextmanager
+def neighbours(workdir: str | os.PathLike[str], *, transport: str = "udp", a: tuple[str, ...] = (),
+               b: tuple[str, ...] = (), b_cost: int | None = None) -> Iterator[tuple[Daemon, Daemon]]:
+    """Nodes ``/node/a`` and ``/node/b`` on 127.0.0.1, each the other's
+    ``--neighbor`` over `transport` (link-state routing), ready; stopped when
+    the block ends, whatever happens.  `a`, `b`: more ``icnd run`` arguments
+    for each; `b_cost`: the cost b gives its link to a."""
+    pa, pb = free_ports(2, socket.SOCK_STREAM if transport == "tcp" else socket.SOCK_DGRAM)
+    cost = "" if b_cost is None else f",cost={b_cost}"
+    da = Daemon(workdir, "--name", "/node/a", "--listen", f"{transport}://127.0.0.1:{pa}",
+                "--neighbor", f"{transport}://127.0.0.1:{pb}", *a, name="a")
+    db = Daemon(workdir, "--name", "/node/b", "--listen", f"{transport}://127.0.0.1:{pb}",
+                "--neighbor", f"{transport}://127.0.0.1:{pa}{cost}", *b, name="b")
+    try:
+        da.wait_ready()
+        db.wait_ready()
+        yield da, db
+    finally:
+        da.stop()
+        db.stop()

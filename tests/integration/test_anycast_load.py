@@ -18,7 +18,7 @@ import icnd
 from icnd.client import connect
 from icnd.compute import host as host_module
 from icnd.errors import CommandError
-from icnd.testing.processes import Daemon, free_ports
+from icnd.testing.processes import Daemon, free_ports, neighbours
 from icnd.trust.cert import self_signed
 
 DEADLINE = 15.0
@@ -28,20 +28,14 @@ DEADLINE = 15.0
 def pair(tmp_path_factory) -> Any:  # type: ignore[no-untyped-def]
     workdir: Path = tmp_path_factory.mktemp("anycast")
     (workdir / "off.toml").write_text("[routing]\nmode = \"off\"\n")
-    pa, pb = free_ports(2)
-    a = Daemon(workdir, "--name", "/node/a", "--listen", f"udp://127.0.0.1:{pa}",
-               "--neighbor", f"udp://127.0.0.1:{pb}", name="a")
-    b = Daemon(workdir, "--name", "/node/b", "--listen", f"udp://127.0.0.1:{pb}",
-               "--neighbor", f"udp://127.0.0.1:{pa}", name="b")
-    off = Daemon(workdir, "--config", str(workdir / "off.toml"), "--name", "/node/off",
-                 "--listen", f"udp://127.0.0.1:{free_ports(1)[0]}", name="off")
-    try:
-        for d in (a, b, off):
-            d.wait_ready()
-        yield a, b, off
-    finally:
-        for d in (a, b, off):
-            d.stop()
+    with neighbours(workdir) as (a, b):
+        off = Daemon(workdir, "--config", str(workdir / "off.toml"), "--name", "/node/off",
+                     "--listen", f"udp://127.0.0.1:{free_ports(1)[0]}", name="off")
+        try:
+            off.wait_ready()
+            yield a, b, off
+        finally:
+            off.stop()
 
 
 async def announced_load(daemon: Daemon, origin: str, prefix: str) -> dict[str, Any] | None:

@@ -11,7 +11,7 @@ import trio
 
 from icnd.errors import VerificationError
 from icnd.faces import shm
-from icnd.testing.processes import Daemon, free_ports, memfds, short_tempdir
+from icnd.testing.processes import memfds, neighbours, short_tempdir
 
 pytestmark = pytest.mark.skipif(not shm.available(), reason="sealed memory files need Linux (memfd_create)")
 
@@ -23,19 +23,9 @@ BLOB = os.urandom(3 * 1024 * 1024 + 12345)
 @pytest.fixture
 def pair():
     """Nodes a and b, neighbours over TCP on loopback (link-state routing)."""
-    with short_tempdir() as workdir:
-        pa, pb = free_ports(2, kind=__import__("socket").SOCK_STREAM)
-        a = Daemon(workdir, "--name", "/node/a", "--listen", f"tcp://127.0.0.1:{pa}", "--data-dir",
-                   os.path.join(workdir, "a"), "--neighbor", f"tcp://127.0.0.1:{pb}", name="a")
-        b = Daemon(workdir, "--name", "/node/b", "--listen", f"tcp://127.0.0.1:{pb}",
-                   "--neighbor", f"tcp://127.0.0.1:{pa}", name="b")
-        try:
-            a.wait_ready()
-            b.wait_ready()
-            yield a, b
-        finally:
-            a.stop()
-            b.stop()
+    with short_tempdir() as workdir, \
+            neighbours(workdir, transport="tcp", a=("--data-dir", os.path.join(workdir, "a"))) as both:
+        yield both
 
 
 async def shm_reads(client) -> int:

@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from icnd.client import connect
-from icnd.testing.processes import Daemon, free_ports
+from icnd.testing.processes import Daemon, neighbours
 
 DEADLINE = 10.0
 
@@ -21,18 +21,8 @@ DEADLINE = 10.0
 def pair(tmp_path_factory) -> Any:  # type: ignore[no-untyped-def]
     workdir: Path = tmp_path_factory.mktemp("announce")
     (workdir / "b.toml").write_text("[routing]\nmax_prefixes = 6\n")
-    pa, pb = free_ports(2)
-    a = Daemon(workdir, "--name", "/node/a", "--listen", f"udp://127.0.0.1:{pa}",
-               "--neighbor", f"udp://127.0.0.1:{pb}", name="a")
-    b = Daemon(workdir, "--config", str(workdir / "b.toml"), "--name", "/node/b",
-               "--listen", f"udp://127.0.0.1:{pb}", "--neighbor", f"udp://127.0.0.1:{pa}", name="b")
-    try:
-        a.wait_ready()
-        b.wait_ready()
-        yield a, b
-    finally:
-        a.stop()
-        b.stop()
+    with neighbours(workdir, b=("--config", str(workdir / "b.toml"))) as both:
+        yield both
 
 
 async def routed_at(daemon: Daemon) -> dict[str, str]:

@@ -13,7 +13,6 @@ the CLI (``--json`` for values, the tables smoke-tested) and the client.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -23,17 +22,10 @@ import pytest
 
 import icnd
 from icnd.errors import CommandError
-from icnd.testing.processes import Daemon
+from icnd.testing.processes import Daemon, free_ports, neighbours
 from icnd.testing.processes import run_cli as icnd_cli
 
 CONVERGE = 15.0  # seconds: hellos every 1 s, records synchronized within a few
-
-
-def free_port() -> int:
-    """A UDP port free now (the daemon binds it a moment later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def routing(sock: str) -> dict[str, Any]:
@@ -71,18 +63,8 @@ def prefixes_of(status: dict[str, Any], origin: str) -> list[str]:
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory) -> Any:
     workdir: Path = tmp_path_factory.mktemp("routing-cmds")
-    pa, pb = free_port(), free_port()
-    a = Daemon(workdir, "--name", "/node/a", "--listen", f"udp://127.0.0.1:{pa}",
-               "--neighbor", f"udp://127.0.0.1:{pb}", name="a")
-    b = Daemon(workdir, "--name", "/node/b", "--listen", f"udp://127.0.0.1:{pb}",
-               "--neighbor", f"udp://127.0.0.1:{pa},cost=3", name="b")
-    try:
-        a.wait_ready()
-        b.wait_ready()
-        yield a, b
-    finally:
-        a.kill()
-        b.kill()
+    with neighbours(workdir, b_cost=3) as both:
+        yield both
 
 
 def test_routing_json_shows_the_neighbour_and_both_records(pair) -> None:
@@ -155,7 +137,7 @@ def test_the_client_announces_and_withdraws(pair) -> None:
 
 
 def test_a_neighbour_that_never_answered_is_down_and_nameless(tmp_path) -> None:
-    silent = free_port()
+    (silent,) = free_ports(1)
     d = Daemon(tmp_path, "--name", "/node/lonely", "--listen", "udp://127.0.0.1:0",
                "--neighbor", f"udp://127.0.0.1:{silent},cost=7", name="lonely")
     try:
