@@ -21,7 +21,9 @@ aggregation starts at the centre of the layout, ``root`` (``hub`` for the
 star): the fewest hops from every member (since issue #18; it halves the
 hops of a small allreduce against icnd's default of spreading segments over
 the members' own nodes, which ``--rendezvous members`` restores; or name
-nodes, e.g. ``agg1,agg2``).  This process holds one
+nodes, e.g. ``agg1,agg2``).  The group's segments: 4 MiB on TCP links (the
+largest icnd allows: fewer segments, less work per byte), icnd's default of
+512 KiB on UDP links; ``--segment-bytes`` sets another.  This process holds one
 `icnd.Client` per member node, all on one trio loop, and per repetition a
 fresh round number:
 
@@ -150,6 +152,10 @@ REPS, QUICK_REPS = 7, 3
 OP_TIMEOUT = 120.0  # seconds, one icnd operation
 CONTENDED = 0.25  # other processes using more than this share of a core meanwhile: numbers disturbed
 API = ("allreduce", "contribute", "reduce")  # icnd.Client methods the icnd side needs
+DEFAULT_SEG_BYTES = 512 * KiB  # icnd's default segment size (icnd.reduction.group.DEFAULT_SEG_BYTES)
+# the group's segments on TCP links: the largest icnd allows (fewer segments, less work per byte;
+# docs/performance.md "Segment size"); over UDP, icnd's default (every datagram of a segment must arrive)
+TCP_SEGMENT_BYTES = 4 * MiB
 
 MPI_SCRIPT = C.BENCH_DIR / "mpi_allreduce.py"
 MPI_COMMON = ["--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "--mca", "pml", "ob1",
@@ -356,7 +362,13 @@ def describe_layout(members: int, opts: Any) -> str:
     parts = [f"{a}: {', '.join(n)}" for a, n in aggs.items()]
     rendezvous = ",".join(opts.rendezvous) if opts.rendezvous else "icnd's default"
     return (f"{opts.layout} ({len(workers) + len(aggs)} icnd daemons; {'; '.join(parts)}; "
-            f"{opts.link_transport} links; group {GROUP} = {workers[0]}..{workers[-1]}, rendezvous {rendezvous})")
+            f"{opts.link_transport} links; group {GROUP} = {workers[0]}..{workers[-1]}, rendezvous {rendezvous}, "
+            f"segments of {_segment_text(opts)})")
+
+
+def _segment_text(opts: Any) -> str:
+    seg = getattr(opts, "segment_bytes", 0)
+    return "512 KiB (icnd's default)" if not seg else f"{seg >> 20} MiB" if seg % (1 << 20) == 0 else f"{seg} bytes"
 
 
 def topology(members: int, opts: Any, *, layout: str | None = None, branches: int = 2,
@@ -375,6 +387,8 @@ def topology(members: int, opts: Any, *, layout: str | None = None, branches: in
         group["rendezvous"] = rendezvous
     if deadline_ms is not None:
         group["deadline_ms"] = deadline_ms
+    if getattr(opts, "segment_bytes", None):
+        group["segment_bytes"] = opts.segment_bytes
     return parse({
         "nodes": {name: {} for name in [*workers, *aggs]},
         "links": links,
@@ -821,7 +835,8 @@ def extra_side(opts: Any) -> tuple[list[dict], list[str]]:
         if error:
             rec["error"] = error
         family = next(f for f in EXTRAS if case.startswith(f))
-        rec.update({"link_transport": opts.link_transport, "baseline": None, "baseline_name": None,
+        rec.update({"link_transport": opts.link_transport, "segment_bytes": opts.segment_bytes or DEFAULT_SEG_BYTES,
+                    "baseline": None, "baseline_name": None,
                     "note": MPI_CANNOT[family]})
         other = rec.get("other_cpu")
         rec["contended"] = other is not None and other > CONTENDED
@@ -897,6 +912,7 @@ def build_lines(opts: Any, icnd: dict[Key, Timing], icnd_error: str | None,
                     "value": _r(value), "unit": "s", **{k: v for k, v in mine.summary().items() if k != "median_s"},
                     "algbw_GBps": _r(nbytes / value / 1e9, 3) if value else None,
                     "layout": opts.layout, "link_transport": opts.link_transport, "rendezvous": opts.rendezvous or None,
+                    "segment_bytes": opts.segment_bytes or DEFAULT_SEG_BYTES,
                     "baseline_name": "mpi-tcp", "baseline_op": MPI_OP_NAMES[op],
                 }
                 ratios: dict[str, float | None] = {}
@@ -975,6 +991,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--link-transport", choices=("tcp", "udp"), default="tcp", help="icnd links (default tcp)")
     ap.add_argument("--rendezvous", help="comma-separated nodes where aggregation starts (default: root, or hub "
                                          "with --layout star); 'members': icnd's default (the members' nodes)")
+    ap.add_argument("--segment-bytes", type=parse_size,
+                    help=f"the group's segment size, e.g. 512KiB (default {TCP_SEGMENT_BYTES >> 20} MiB on tcp "
+                         "links, icnd's default, 512 KiB, on udp links)")
     ap.add_argument("--timeout", type=float, default=OP_TIMEOUT, help=f"per icnd operation, s (default {OP_TIMEOUT:g})")
     ap.add_argument("--mpi-transports", default="tcp,shm", help="MPI baselines to run (default tcp,shm)")
     ap.add_argument("--no-mpi", action="store_true", help="skip the MPI baselines (no ratios)")
@@ -990,6 +1009,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     opts.sizes = parse_list(opts.sizes, parse_size) if opts.sizes else list(QUICK_SIZES if opts.quick else SIZES)
     opts.ops = parse_list(opts.ops, str.strip)
     opts.reps = opts.reps or (QUICK_REPS if opts.quick else REPS)
+    if opts.segment_bytes is None:
+        opts.segment_bytes = TCP_SEGMENT_BYTES if opts.link_transport == "tcp" else 0  # 0: icnd's default
     opts.rendezvous = parse_list(opts.rendezvous, str.strip) if opts.rendezvous else (
         ["hub"] if opts.layout == "star" else ["root"])
     if opts.rendezvous == ["members"]:

@@ -194,12 +194,16 @@ _n_comps = Name.__dict__["comps"].__set__
 _n_hash = Name.__dict__["_hash"].__set__
 
 
-def decode(buf: bytes) -> Packet:
-    """Decode one packet; raises `DecodeError` (only) on malformed input."""
+def decode(buf: bytes | memoryview) -> Packet:
+    """Decode one packet; raises `DecodeError` (only) on malformed input.
+
+    `buf` may be a read-only memoryview (a stream face hands a large frame
+    over in its own buffer): a large Data then keeps it as its encoding and
+    its content is a view of it; any other packet is decoded from a copy."""
     n = len(buf)
     if n > MAX_PACKET_SIZE:
         raise DecodeError(f"packet of {n} bytes exceeds {MAX_PACKET_SIZE}")
-    if n >= LARGE_CONTENT and type(buf) is bytes and buf[1:3] == _DATA_START:
+    if n >= LARGE_CONTENT and buf[1:3] == _DATA_START and (type(buf) is bytes or type(buf) is memoryview):
         fields = _large_data_fields(buf)
         if fields is not None:
             try:
@@ -208,6 +212,8 @@ def decode(buf: bytes) -> Packet:
                 raise
             except Exception as exc:
                 raise DecodeError(f"malformed packet: {exc.__class__.__name__}: {exc}") from None
+    if type(buf) is not bytes:
+        buf = bytes(buf)
     try:
         obj = _unpackb(
             buf,
@@ -230,11 +236,12 @@ def decode(buf: bytes) -> Packet:
 
 
 _DATA_START = bytes((VERSION, T_DATA))  # after a Data's array header (fixarray of 10: 0x9a)
+DATA_FRAME_START = b"\x9a" + _DATA_START  # the first bytes of every encoded Data
 _BIN_LENGTH_BYTES = {0xC4: 1, 0xC5: 2, 0xC6: 4}  # bin 8/16/32: bytes of the length after the marker
 _HEAD_PROBE = 16 * 1024  # a large Data's fields before its content are looked for in this many bytes
 
 
-def _large_data_fields(buf: bytes) -> tuple | None:
+def _large_data_fields(buf: bytes | memoryview) -> tuple | None:
     """The ten fields of a large Data with its content as a read-only view of
     `buf`, not a copy (issue #18); None if `buf` does not look like one (the
     general path then decodes it, and refuses it if malformed).  msgpack
@@ -270,7 +277,7 @@ def _large_data_fields(buf: bytes) -> tuple | None:
     return (*first, view[start:end].toreadonly(), *last)
 
 
-def _decode_fields(obj: object, buf: bytes) -> Packet:
+def _decode_fields(obj: object, buf: bytes | memoryview) -> Packet:
     if type(obj) is not tuple or len(obj) < 2:
         raise DecodeError("packet is not an array with version and type")
     version, ptype = obj[0], obj[1]
@@ -355,7 +362,7 @@ def _decode_fields(obj: object, buf: bytes) -> Packet:
         _d_stype(d, sig_type)
         _d_kl(d, key_locator)
         _d_sig(d, sig_value)
-        _d_wire(d, bytes(buf))
+        _d_wire(d, buf if type(buf) is memoryview else bytes(buf))  # (a view: a frame handed over)
         return d
     if ptype == T_NACK:
         if len(obj) != 6:

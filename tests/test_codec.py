@@ -165,6 +165,24 @@ def test_decode_accepts_bytearray_and_memoryview() -> None:
     assert decode(memoryview(wire)) == full_data()
 
 
+def test_a_large_data_decoded_from_a_view_keeps_the_view_and_copies_nothing() -> None:
+    """A stream face hands a large Data over as a read-only view of its own
+    buffer (issue #18): the Data keeps that view as its encoding and its
+    content is a view into it; re-encoding returns the view itself.  A small
+    packet in a view, or a large one that is not a Data, is decoded from a copy."""
+    big = Data("/big", bytes(range(256)) * 2048, freshness_ms=5)  # 512 KiB
+    buf = bytearray(encode(big))
+    view = memoryview(buf).toreadonly()
+    back = decode(view)
+    assert back == big and back.wire is view and encode(back) is view
+    assert isinstance(back.content, memoryview) and back.content.obj is buf
+    small = decode(memoryview(bytearray(encode(full_data()))).toreadonly())
+    assert small == full_data() and type(small.wire) is bytes
+    interest = Interest.with_params(Name("/i"), b"p" * (600 * 1024))
+    again = decode(memoryview(bytearray(encode(interest))).toreadonly())
+    assert again == interest and type(again.app_params) is bytes
+
+
 # --- the Data wire cache ---------------------------------------------------------
 
 

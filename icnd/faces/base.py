@@ -20,6 +20,9 @@ Invariants every transport keeps:
   packet, in arrival order, and returns when the face closes: the peer
   closed, a socket error, a framing error, or ``aclose()``.  Leaving ``run``
   (including by cancellation) closes the face; a face is never reopened.
+  A packet is ``bytes``, except that a stream face hands a large Data of
+  icnd's own format over as a read-only ``memoryview`` of the buffer it was
+  received into (no copy; `icnd.codec.decode` takes either).
 - Tasks a face needs (its writer) live inside ``run``'s own nursery, so a face
   never leaks a task past ``run``.
 - Packets still queued when a face closes are discarded.

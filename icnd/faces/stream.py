@@ -57,11 +57,12 @@ import struct
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
+import numpy as np
 import trio
 
-from icnd.codec import MAX_PACKET_SIZE
+from icnd.codec import DATA_FRAME_START, MAX_PACKET_SIZE
 from icnd.faces.base import (
     DEFAULT_LIMITS,
     Face,
@@ -405,6 +406,9 @@ class StreamFace(Face):
         need = 1  # bytes needed at buf[start:] before the next frame can be parsed
         deadline = 0.0  # while bytes are pending: when the partial frame times out
         eager = 0  # bytes of EAGER_FRAMES this face's buffer holds
+        # a large Data of icnd's own format, given a buffer of its own, is handed over as a read-only
+        # view of that buffer, not copied out of it (issue #18: `icnd.codec.decode` takes views)
+        hand_over = self.framing is LENGTH_PREFIX
         try:
             while True:
                 try:
@@ -420,23 +424,33 @@ class StreamFace(Face):
                     return
                 delivered = counters.in_packets
                 for _ in range(READS_PER_WAKEUP):
-                    if len(buf) - end < MIN_READ or start + need > len(buf):
+                    if start + need > len(buf) or (len(buf) - end < MIN_READ and not eager):
+                        # (a frame's own buffer, sized to the frame, is read into to its very end)
                         # Make room: move the partial frame to the front, growing if there is not
                         # MIN_READ free behind it -- by at most doubling, so the buffer follows the
                         # bytes received, not the size the frame's header announces.
                         pending = end - start
                         grow = pending + MIN_READ > len(buf)
-                        if need > max(len(buf), RECV_CHUNK) and not eager and EAGER_FRAMES.take(need + RECV_CHUNK):
+                        big = need > max(len(buf), RECV_CHUNK)
+                        if big and eager:  # a frame larger than the one the buffer was sized for
+                            EAGER_FRAMES.give(eager)
+                            eager = 0
+                        own = big and EAGER_FRAMES.take(need)
+                        if own:
                             # the fast path: the whole frame's buffer at once, from a bounded budget
-                            eager = size = need + RECV_CHUNK
+                            eager = size = need
                             grow = True
                         elif grow:
                             size = min(need + RECV_CHUNK, max(2 * len(buf), pending + MIN_READ, RECV_CHUNK))
                         if grow:
-                            new = bytearray(size)
-                            new[:pending] = view[start:end]
+                            # a frame's own buffer is not zeroed first (the kernel writes every byte
+                            # of it), and numpy asks for huge pages when it is large: fresh memory
+                            # costs a fault per 2 MiB instead of per 4 KiB (issue #18)
+                            new: Any = np.empty(size, np.uint8) if own else bytearray(size)
+                            fresh = memoryview(new)
+                            fresh[:pending] = view[start:end]
                             view.release()
-                            buf, view = new, memoryview(new)
+                            buf, view = new, fresh
                         elif start:
                             view[:pending] = view[start:end]
                         start, end = 0, pending
@@ -470,11 +484,23 @@ class StreamFace(Face):
                         if frame_end > end:
                             need = frame_end - start
                             break
-                        packet = bytes(view[packet_start:frame_end])
-                        start = frame_end
-                        need = 1
                         counters.in_packets += 1
                         counters.in_bytes += frame_end - packet_start
+                        if eager and hand_over and frame_end == len(buf) and not start \
+                                and view[packet_start:packet_start + 3] == DATA_FRAME_START:
+                            # the frame fills its own buffer: hand the buffer over (the packet keeps
+                            # it alive), start afresh with a small one
+                            packet = cast(bytes, view[packet_start:frame_end].toreadonly())  # (base.py)
+                            view.release()
+                            buf = bytearray(RECV_CHUNK)
+                            view = memoryview(buf)
+                            EAGER_FRAMES.give(eager)
+                            eager = 0
+                            end = frame_end = 0
+                        else:
+                            packet = bytes(view[packet_start:frame_end])
+                        start = frame_end
+                        need = 1
                         on_receive(self, packet)
                         if self.closed:
                             return

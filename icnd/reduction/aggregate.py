@@ -41,7 +41,8 @@ Timers: an entry's deadline is its request's expiry less a margin (10% of
 the remaining lifetime, 50 ms..1 s), and no later than the group's
 ``deadline_ms`` after the request arrived (when the group sets one); children are asked with lifetimes
 that end at that deadline, so every level answers before its parent gives
-up.  At most ``CHILD_WINDOW`` sub-requests are outstanding per next hop;
+up.  At most ``CHILD_WINDOW`` sub-requests are outstanding per next hop,
+and no more than ``CHILD_WINDOW_BYTES`` of segments (at least one);
 the others wait their turn (pacing: a burst of large answers would overflow
 UDP socket buffers).  A child not answered within its RTO (SRTT + 4·RTTVAR per next hop,
 1 s before any sample) is asked again with a new nonce, at most
@@ -88,6 +89,7 @@ INITIAL_RTO = 1.0
 MIN_RTO, MAX_RTO = 0.05, 1.0
 AGGREGATE_FRESHNESS_MS = 3_600_000
 CHILD_WINDOW = 4  # sub-requests outstanding per next hop; the others wait their turn
+CHILD_WINDOW_BYTES = 8 * 1024 * 1024  # ... and their segments' bytes: half a stream face's send queue
 REQUEST_CACHE = 1024
 
 AGG_COUNTERS = (
@@ -421,10 +423,12 @@ class Aggregator:
 
     def _send(self, child: Child, now: float) -> None:
         """Ask `child`, or queue it while its next hop has `window` sub-requests
-        outstanding (pacing: a burst of 512 KiB answers overflows UDP buffers)."""
+        outstanding, fewer for large segments (pacing: a burst of 512 KiB answers
+        overflows UDP buffers; 4 MiB ones a stream face's send queue)."""
         face = child.face
         if face is not None and not child.counted:
-            if self._inflight.get(face, 0) >= self.window:
+            window = max(1, min(self.window, CHILD_WINDOW_BYTES // child.entry.request.desc.seg_bytes))
+            if self._inflight.get(face, 0) >= window:
                 if not child.queued:
                     child.queued = True
                     self.counters["agg_paced"] += 1

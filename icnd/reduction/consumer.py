@@ -4,7 +4,9 @@ Written against `icnd.endpoint.Endpoint`, used through `icnd.Client`
 (`create_group`, `contribute`, `reduce`, `allreduce`).  A reduction is
 fetched segment by segment: segment 0 first (it tells the dtype, shape and
 number of segments), then the rest with a window of `window` outstanding
-requests.  Each request's lifetime ends at the call's deadline, and a
+requests, and never more than `WINDOW_BYTES` of segments (a group of 4 MiB
+segments: 2 at a time, so the node's send queue toward the client never
+overflows).  Each request's lifetime ends at the call's deadline, and a
 request is re-sent (new nonce, the remaining lifetime) every `RETX`
 seconds, so a retransmission never moves an aggregation's deadline.  With
 ``partial``, segment 0 ends `PARTIAL_RESERVE` of the timeout early and the
@@ -30,7 +32,7 @@ from icnd.name import Name
 from icnd.objects.fetch import verified
 from icnd.packet import Data, Interest, NackReason
 from icnd.security import DigestKey
-from icnd.reduction.group import CONSUMER_OPS, GroupDescriptor, contrib_name, reduce_interest, remote_contribute_name
+from icnd.reduction.group import COMMAND_SEG_BYTES, CONSUMER_OPS, GroupDescriptor, contrib_name, reduce_interest, remote_contribute_name
 from icnd.reduction.segment import SegmentError, SegmentMeta, check_dtype, pack, plan, segment_head, unpack
 
 RETX = 0.5  # seconds between re-sent aggregate requests
@@ -38,6 +40,7 @@ RETX = 0.5  # seconds between re-sent aggregate requests
 # segments, which leave out the members segment 0 lacked, so they do not wait [issue #15, D12]
 PARTIAL_RESERVE = 0.25
 WINDOW = 8
+WINDOW_BYTES = 8 * 1024 * 1024  # segments outstanding, in bytes: half a stream face's send queue
 CONTRIBUTE_WINDOW = 4
 CONTRIB_FRESHNESS_MS = 60_000
 SHM_MIN = 64 * 1024  # a contribution this large goes to the client's own node in shared memory
@@ -193,6 +196,13 @@ async def contribute(ep: Endpoint, group: str, rnd: int, array: Any, member: str
                                       max(0.1, deadline - trio.current_time()))
         return {"group": group, "round": rnd, "member": member, "segments": nseg, "added": added,
                 "dtype": dt.str, "shape": list(arr.shape)}
+    if min(desc.seg_bytes, arr.nbytes) > COMMAND_SEG_BYTES:
+        # a segment rides in one Interest's parameters (at most codec.MAX_PARAMS_SIZE): too large
+        where = (f"the member's node is {m.node}, not this client's ({me})" if m.node != me
+                 else "this connection cannot pass descriptors")
+        raise ValueError(f"group {group} has segments of {desc.seg_bytes} bytes: a contribution of more than "
+                         f"{COMMAND_SEG_BYTES} bytes per segment goes only in shared memory from a client of the "
+                         f"member's own node, and {where}")
     added = 0
 
     async def send(s: int) -> None:
@@ -300,7 +310,7 @@ async def reduce(ep: Endpoint, group: str, rnd: int, op: str, *, timeout: float,
         place(s, *await fetch.segment(s))
 
     if nseg > 1:
-        await _run_all([bind(one, s) for s in range(1, nseg)], max(1, window))
+        await _run_all([bind(one, s) for s in range(1, nseg)], max(1, min(window, WINDOW_BYTES // desc.seg_bytes)))
     per_segment = [desc.member_ids(m.members) for m in metas if m is not None]
     common = sorted(set.intersection(*(set(ids) for ids in per_segment)))
     complete = len(common) == len(desc.members)

@@ -31,7 +31,7 @@ reduction groups.  The schema::
                                # that differs from the name of its node
     rendezvous = ["c"]         # optional: nodes where splits start (default:
                                # the members' nodes, segment s at node s mod n)
-    segment_bytes = 524288     # optional: 1024..983040
+    segment_bytes = 524288     # optional: 1024..4194304
     deadline_ms = 0            # optional: longest wait for stragglers (0: none)
 
 `load` and `parse` return a `TopologySpec` or raise `TopologyError`, whose
@@ -564,8 +564,8 @@ class _Parser:
                 if node not in nodes:
                     raise self.error(f"{entry}.rendezvous[{i}]", f"unknown node {node!r}")
             seg = body.get("segment_bytes", 0)
-            if type(seg) is not int or (seg and not 1024 <= seg <= 960 * 1024):
-                raise self.error(f"{entry}.segment_bytes", "must be an integer from 1024 to 983040")
+            if type(seg) is not int or (seg and not 1024 <= seg <= 4 * 1024 * 1024):
+                raise self.error(f"{entry}.segment_bytes", "must be an integer from 1024 to 4194304")
             deadline = body.get("deadline_ms", 0)
             if type(deadline) is not int or not 0 <= deadline <= 3_600_000:
                 raise self.error(f"{entry}.deadline_ms", "must be an integer from 0 (none) to 3600000")

@@ -60,7 +60,7 @@ async def test_a_frame_header_alone_does_not_allocate_the_announced_size(monkeyp
     # Frames may get their announced size at once only from a bounded budget
     # shared by all faces (here: two frames' worth); past it, buffers follow the
     # bytes received.
-    budget = stream.ByteBudget(2 * (ANNOUNCED + stream.RECV_CHUNK + 64))  # the header is not counted in ANNOUNCED
+    budget = stream.ByteBudget(2 * (ANNOUNCED + 64))  # a frame's own size; the header is not counted in ANNOUNCED
     monkeypatch.setattr(stream, "EAGER_FRAMES", budget)
     faces: list[Face] = []
     listener = await open_stream_listener("tcp://127.0.0.1:0", on_new_face=faces.append)

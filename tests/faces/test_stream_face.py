@@ -326,3 +326,44 @@ async def test_ipv6_tcp_face():
     assert got.packets == [b"over v6"]
     await client.aclose()
     await listener.aclose()
+
+
+async def test_a_large_data_is_handed_over_in_its_own_buffer_everything_else_copied(listen_uri: str):
+    """Issue #18: a large Data frame given a buffer of its own reaches on_receive
+    as a read-only view of that buffer (decoded without a copy: its encoding
+    is the view, its content a view of it); smaller frames, and large frames
+    that are not Data, come as bytes; echoing the views back is byte-exact."""
+    from icnd.codec import decode, encode
+    from icnd.packet import Data
+
+    rng = random.Random(3)
+    big = [Data(f"/big/{i}", rng.randbytes(3 * 1024 * 1024 + i)) for i in range(3)]
+    packets = [encode(big[0]), rng.randbytes(50), encode(big[1]), rng.randbytes(2 * 1024 * 1024),
+               encode(Data("/small", b"x" * 100)), encode(big[2])]
+    with trio.fail_after(10):
+        listener, client, server = await open_pair(listen_uri)
+        there, back = Collector(), Collector()
+
+        def echo(face: Face, packet: bytes) -> None:
+            there(face, packet)
+            face.send(packet)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.run, echo)
+            nursery.start_soon(client.run, back)
+            for p in packets:
+                client.send(p)
+            await back.wait(len(packets))
+            await client.aclose()
+        await listener.aclose()
+    kinds = [type(p).__name__ for p in there.packets]
+    assert kinds == ["memoryview", "bytes", "memoryview", "bytes", "bytes", "memoryview"]
+    assert [bytes(p) for p in there.packets] == packets == [bytes(p) for p in back.packets]
+    view = there.packets[0]
+    assert view.readonly
+    data = decode(view)
+    assert data == big[0] and data.wire is view and data.content.obj is view.obj  # nothing copied
+    assert client.counters.send_drops == server.counters.send_drops == 0
+    total = sum(map(len, packets))
+    assert server.counters.in_packets == client.counters.in_packets == len(packets)
+    assert server.counters.in_bytes == client.counters.in_bytes == total

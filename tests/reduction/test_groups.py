@@ -49,3 +49,26 @@ def test_announced_groups_trust_their_first_signer():
         table.install(other.sign(v2.to_data()), owner.public_bytes())
     table.install(owner.sign(v2.to_data()), owner.public_bytes())
     assert table.latest("g")[0].version == 2 and [d.version for d in table.versions("g")] == [1, 2]
+
+
+def test_the_descriptor_cache_parses_each_distinct_encoding_once_and_stays_bounded():
+    from icnd.codec import encode
+    from icnd.reduction.group import DescriptorCache
+
+    wires = [encode(GroupDescriptor.create(f"g{i}", ["w1", f"m{i}@b"]).to_data()) for i in range(6)]
+    cache = DescriptorCache(max_entries=4, max_bytes=10 * len(wires[0]))
+    first = cache.parse(wires[0])
+    assert first == GroupDescriptor.create("g0", ["w1", "m0@b"])
+    assert cache.parse(bytes(wires[0])) is first and (cache.hits, cache.misses) == (1, 1)
+    for w in wires[1:]:
+        cache.parse(w)
+    assert len(cache) == 4 and cache.bytes == sum(map(len, wires[2:]))  # the oldest two went
+    assert cache.parse(wires[0]) == first and cache.misses == 7  # parsed again, equal
+    small = DescriptorCache(max_entries=100, max_bytes=2 * len(wires[0]) + 10)
+    for w in wires:
+        small.parse(w)
+    assert len(small) == 2 and small.bytes <= small.max_bytes
+    for bad in (b"\x00junk", encode(GroupDescriptor.create("g", ["a"]).to_data())[:-3]):
+        with pytest.raises(ValueError):
+            cache.parse(bad)
+        assert bad not in cache._parsed

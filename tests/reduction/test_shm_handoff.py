@@ -244,3 +244,27 @@ async def test_a_bad_object_hand_over_closes_its_descriptor(daemon) -> None:
             finally:
                 os.close(fd)
         assert memfds(daemon.proc.pid) == 0
+
+
+async def test_a_group_of_4_mib_segments_goes_in_shared_memory_only(daemon, monkeypatch) -> None:
+    """Segments up to 4 MiB (fewer, larger segments on stream links): such a
+    contribution travels in shared memory; the command path, which carries
+    one segment per Interest (at most 1 MiB of parameters), refuses it with a
+    clear error before sending anything; a larger segment size is refused."""
+    from icnd.reduction import consumer
+
+    async with daemon.connect() as client:
+        info = await client.create_group("big", ["a"], segment_bytes=4 * MIB)
+        assert info["segment_bytes"] == 4 * MIB
+        x = np.arange(10 * MIB // 4, dtype=np.float32)  # 10 MiB: 3 segments
+        got = await client.allreduce("big", 1, x, timeout=20)
+        assert got.tobytes() == x.tobytes()
+        before = await counters(client)
+        monkeypatch.setattr(consumer, "SHM_MIN", 1 << 40)  # as a client that cannot pass descriptors
+        with pytest.raises(ValueError, match="shared memory"):
+            await client.contribute("big", 2, x, timeout=5)
+        small = np.arange(1000, dtype=np.float32)  # one segment of 4000 bytes: a command carries it
+        assert (await client.contribute("big", 2, small, timeout=5))["added"] == 1
+        assert (await counters(client))["contrib_refused"] == before["contrib_refused"]
+        with pytest.raises((ValueError, CommandError)):
+            await client.create_group("bigger", ["a"], segment_bytes=4 * MIB + 1)
