@@ -58,20 +58,32 @@ def _connect_uri(listener: StreamListener) -> str:
     return listener.local_uri
 
 
+async def echoed(uri: str, packets: list[bytes]) -> tuple[Collector, Collector, StreamFace, StreamFace]:
+    """Send `packets` from a client face to a server face that echoes them:
+    (what the server got, what came back, client, server), both faces closed."""
+    listener, client, server = await open_pair(uri)
+    there, back = Collector(), Collector()
+
+    def echo(face: Face, packet: bytes) -> None:
+        there(face, packet)
+        face.send(packet)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.run, echo)
+        nursery.start_soon(client.run, back)
+        for p in packets:
+            client.send(p)
+        await back.wait(len(packets))
+        await client.aclose()
+    await listener.aclose()
+    return there, back, client, server
+
+
 async def test_many_small_packets_round_trip(listen_uri: str):
     rng = random.Random(1)
     packets = [rng.randbytes(rng.randrange(0, 300)) for _ in range(20000)]
     with trio.fail_after(4):
-        listener, client, server = await open_pair(listen_uri)
-        back = Collector()
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(server.run, lambda face, p: face.send(p))  # echo
-            nursery.start_soon(client.run, back)
-            for p in packets:
-                client.send(p)
-            await back.wait(len(packets))
-            await client.aclose()
-        await listener.aclose()
+        _, back, client, server = await echoed(listen_uri, packets)
     assert back.packets == packets
     total = sum(map(len, packets))
     assert client.counters.out_packets == server.counters.in_packets == len(packets)
@@ -87,21 +99,7 @@ async def test_large_packets_byte_exact_both_ways(listen_uri: str):
         packets.append(rng.randbytes(4 * 1024 * 1024))
         packets.append(rng.randbytes(rng.randrange(1, 100)))
     with trio.fail_after(4):
-        listener, client, server = await open_pair(listen_uri)
-        there, back = Collector(), Collector()
-
-        def echo(face: Face, packet: bytes) -> None:
-            there(face, packet)
-            face.send(packet)
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(server.run, echo)
-            nursery.start_soon(client.run, back)
-            for p in packets:
-                client.send(p)
-            await back.wait(len(packets))
-            await client.aclose()
-        await listener.aclose()
+        there, back, client, server = await echoed(listen_uri, packets)
     assert there.packets == packets
     assert back.packets == packets
     assert client.counters.send_drops == server.counters.send_drops == 0
@@ -341,21 +339,7 @@ async def test_a_large_data_is_handed_over_in_its_own_buffer_everything_else_cop
     packets = [encode(big[0]), rng.randbytes(50), encode(big[1]), rng.randbytes(2 * 1024 * 1024),
                encode(Data("/small", b"x" * 100)), encode(big[2])]
     with trio.fail_after(10):
-        listener, client, server = await open_pair(listen_uri)
-        there, back = Collector(), Collector()
-
-        def echo(face: Face, packet: bytes) -> None:
-            there(face, packet)
-            face.send(packet)
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(server.run, echo)
-            nursery.start_soon(client.run, back)
-            for p in packets:
-                client.send(p)
-            await back.wait(len(packets))
-            await client.aclose()
-        await listener.aclose()
+        there, back, client, server = await echoed(listen_uri, packets)
     kinds = [type(p).__name__ for p in there.packets]
     assert kinds == ["memoryview", "bytes", "memoryview", "bytes", "bytes", "memoryview"]
     assert [bytes(p) for p in there.packets] == packets == [bytes(p) for p in back.packets]

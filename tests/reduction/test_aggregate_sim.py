@@ -385,11 +385,21 @@ def test_late_timer_near_the_deadline_does_not_spin():
     assert all(at >= entry.deadline for at in calls)
 
 
-def test_sub_requests_are_paced_per_next_hop():
+@pytest.mark.parametrize("window,window_bytes,most_expected", [
+    (1, None, 1),  # the count bound
+    (None, 2048, 2),  # the byte bound: 4 may be outstanding, but only 2 KiB of 1 KiB segments
+])
+def test_sub_requests_are_paced_per_next_hop(monkeypatch, window, window_bytes, most_expected):
+    from icnd.reduction import aggregate
+
+    if window_bytes is not None:
+        monkeypatch.setattr(aggregate, "CHILD_WINDOW_BYTES", window_bytes)
     arrays = arrays_of(np.float32, n=2048)
     tree = Tree(arrays, seg_bytes=1024)  # 8 segments
     root = aggregator_of(tree.net.nodes["r"].fw)
-    root.window = 1
+    if window is not None:
+        root.window = window
+    assert root.window == (window or aggregate.CHILD_WINDOW)
     most = []
     send = root._send
 
@@ -403,34 +413,7 @@ def test_sub_requests_are_paced_per_next_hop():
     for app, interest in requests:
         (data,) = tree.answers(app, interest)
         assert isinstance(data, Data) and decode_result(tree, data)[0].members == (0, 1, 2, 3, 4)
-    assert max(most) == 1 and root.counters["agg_paced"] > 0
-    assert not root._inflight and not root._waiting
-
-
-def test_large_segments_are_paced_by_bytes_per_next_hop(monkeypatch):
-    """4 segments may be outstanding per next hop, but no more than
-    CHILD_WINDOW_BYTES of them: with segments of 1/2 of that, 2 at a time."""
-    from icnd.reduction import aggregate
-
-    monkeypatch.setattr(aggregate, "CHILD_WINDOW_BYTES", 2048)
-    arrays = arrays_of(np.float32, n=2048)
-    tree = Tree(arrays, seg_bytes=1024)  # 8 segments of 1 KiB: 2 fit the (patched) 2 KiB window
-    root = aggregator_of(tree.net.nodes["r"].fw)
-    assert root.window == aggregate.CHILD_WINDOW  # 4: the byte bound is the tighter one here
-    most = []
-    send = root._send
-
-    def watched(child, now):
-        send(child, now)
-        most.append(max(root._inflight.values(), default=0))
-
-    root._send = watched
-    requests = [tree.request("w1", seg=s, lifetime_ms=4000) for s in range(8)]
-    tree.net.run(until=5)
-    for app, interest in requests:
-        (data,) = tree.answers(app, interest)
-        assert isinstance(data, Data) and decode_result(tree, data)[0].members == (0, 1, 2, 3, 4)
-    assert max(most) == 2 and root.counters["agg_paced"] > 0
+    assert max(most) == most_expected and root.counters["agg_paced"] > 0
     assert not root._inflight and not root._waiting
 
 
