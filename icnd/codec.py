@@ -197,9 +197,12 @@ _n_hash = Name.__dict__["_hash"].__set__
 def decode(buf: bytes | memoryview) -> Packet:
     """Decode one packet; raises `DecodeError` (only) on malformed input.
 
-    `buf` may be a read-only memoryview (a stream face hands a large frame
-    over in its own buffer): a large Data then keeps it as its encoding and
-    its content is a view of it; any other packet is decoded from a copy."""
+    `buf` may be a read-only memoryview of bytes (a stream face hands a
+    large frame over in its own buffer): a large Data then keeps it as its
+    encoding and its content is a view of it; any other packet, and any
+    writable or non-byte view, is decoded from a copy."""
+    if type(buf) is memoryview and not (buf.readonly and buf.format == "B" and buf.ndim == 1 and buf.contiguous):
+        buf = bytes(buf)
     n = len(buf)
     if n > MAX_PACKET_SIZE:
         raise DecodeError(f"packet of {n} bytes exceeds {MAX_PACKET_SIZE}")

@@ -176,6 +176,8 @@ def test_a_large_data_decoded_from_a_view_keeps_the_view_and_copies_nothing() ->
     back = decode(view)
     assert back == big and back.wire is view and encode(back) is view
     assert isinstance(back.content, memoryview) and back.content.obj is buf
+    writable = decode(memoryview(buf))  # a view someone could still write through: decoded from a copy
+    assert writable == big and type(writable.wire) is bytes
     small = decode(memoryview(bytearray(encode(full_data()))).toreadonly())
     assert small == full_data() and type(small.wire) is bytes
     interest = Interest.with_params(Name("/i"), b"p" * (600 * 1024))

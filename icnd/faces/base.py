@@ -22,7 +22,8 @@ Invariants every transport keeps:
   (including by cancellation) closes the face; a face is never reopened.
   A packet is ``bytes``, except that a stream face hands a large Data of
   icnd's own format over as a read-only ``memoryview`` of the buffer it was
-  received into (no copy; `icnd.codec.decode` takes either).
+  received into (no copy; `icnd.codec.decode` takes either; such a view,
+  and a Data decoded from it, is not hashable).
 - Tasks a face needs (its writer) live inside ``run``'s own nursery, so a face
   never leaks a task past ``run``.
 - Packets still queued when a face closes are discarded.

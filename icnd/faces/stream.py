@@ -9,9 +9,17 @@ Reading: one receive buffer per face; after each readability wakeup the reader
 ``recv_into``s large chunks until the socket would block (or a per-wakeup
 budget is spent, so one busy face cannot starve the others) and delivers every
 complete frame.  A frame is copied out of the buffer exactly once (into the
-``bytes`` handed to ``on_receive``); the buffer is compacted only when its
-free tail gets short, and then only the partial frame moves, so the cost stays
-linear.  It grows to hold a large frame and shrinks back when it runs empty.
+``bytes`` handed to ``on_receive``), except a large Data that was given a
+buffer of its own (below): that buffer is handed over instead; the buffer is
+compacted only when its free tail gets short, and then only the partial
+frame moves, so the cost stays linear.  It grows to hold a large frame and
+shrinks back when it runs empty.  A frame larger than the buffer may get a
+buffer of exactly its announced size at once, from `EAGER_FRAMES`, a byte
+budget shared by all faces (a face holding a share for a smaller frame takes
+only the difference); a complete icnd Data in such a buffer is handed to
+``on_receive`` as a read-only memoryview of it (issue #18: no copy, and
+its budget share is given back: the packet is then accounted by whatever
+keeps it, as a copied one is).  Such a view is not hashable.
 A length above `icnd.codec.MAX_PACKET_SIZE` (or whatever the framing finds
 invalid) is a framing error: the stream cannot be resynchronised, so the face
 counts it and closes.  The buffer grows with the bytes actually received (at
@@ -431,13 +439,12 @@ class StreamFace(Face):
                         # bytes received, not the size the frame's header announces.
                         pending = end - start
                         grow = pending + MIN_READ > len(buf)
+                        # the fast path: the whole frame's buffer at once, from a bounded budget; a
+                        # face holding a share for a smaller frame takes only the difference, and
+                        # keeps its share (its buffer stays counted) if the budget has no more
                         big = need > max(len(buf), RECV_CHUNK)
-                        if big and eager:  # a frame larger than the one the buffer was sized for
-                            EAGER_FRAMES.give(eager)
-                            eager = 0
-                        own = big and EAGER_FRAMES.take(need)
+                        own = big and EAGER_FRAMES.take(need - eager)
                         if own:
-                            # the fast path: the whole frame's buffer at once, from a bounded budget
                             eager = size = need
                             grow = True
                         elif grow:

@@ -188,6 +188,7 @@ class Aggregator:
         self._rtt: dict[int | None, tuple[float, float]] = {}
         self.window = CHILD_WINDOW
         self._inflight: dict[int, int] = {}  # next hop -> sub-requests outstanding on it
+        self._inflight_bytes: dict[int, int] = {}  # next hop -> their segments' bytes (groups may differ)
         self._waiting: dict[int, collections.deque[Child]] = {}  # next hop -> sub-requests queued
         # ... of aggregations local requesters started: they go first
         self._waiting_local: dict[int, collections.deque[Child]] = {}
@@ -427,8 +428,7 @@ class Aggregator:
         overflows UDP buffers; 4 MiB ones a stream face's send queue)."""
         face = child.face
         if face is not None and not child.counted:
-            window = max(1, min(self.window, CHILD_WINDOW_BYTES // child.entry.request.desc.seg_bytes))
-            if self._inflight.get(face, 0) >= window:
+            if not self._fits(face, child):
                 if not child.queued:
                     child.queued = True
                     self.counters["agg_paced"] += 1
@@ -436,6 +436,7 @@ class Aggregator:
                     queues.setdefault(face, collections.deque()).append(child)
                 return
             self._inflight[face] = self._inflight.get(face, 0) + 1
+            self._inflight_bytes[face] = self._inflight_bytes.get(face, 0) + child.entry.request.desc.seg_bytes
             child.counted, child.queued = True, False
         child.sent_at = now
         self.fw.on_incoming_interest(self.face, child.interest, now)
@@ -451,16 +452,23 @@ class Aggregator:
         left = self._inflight.get(face, 1) - 1
         if left > 0:
             self._inflight[face] = left
+            self._inflight_bytes[face] -= child.entry.request.desc.seg_bytes
         else:
             self._inflight.pop(face, None)
+            self._inflight_bytes.pop(face, None)
         for queues in (self._waiting_local, self._waiting):
             waiting = queues.get(face)
-            sent = False
+            sent = blocked = False
             while waiting:
-                nxt = waiting.popleft()
+                nxt = waiting[0]
                 e = nxt.entry
                 if nxt.state != "pending" or e.done or not nxt.queued:
+                    waiting.popleft()
                     continue
+                if not self._fits(face, nxt):
+                    blocked = True  # it keeps its place at the head until more of the window is free
+                    break
+                waiting.popleft()
                 nxt.queued = False
                 remaining = e.deadline - now
                 if remaining < 0.01:
@@ -474,8 +482,18 @@ class Aggregator:
                 break
             if waiting is not None and not waiting:
                 del queues[face]
-            if sent:
+            if sent or blocked:
                 break
+
+    def _fits(self, face: int, child: Child) -> bool:
+        """Whether `child` may be asked now on next hop `face`: nothing is outstanding
+        there, or fewer than `window` sub-requests and their segments and its own
+        within CHILD_WINDOW_BYTES (groups on one next hop may differ in segment size)."""
+        n = self._inflight.get(face, 0)
+        if not n:
+            return True
+        return n < self.window and (self._inflight_bytes.get(face, 0) + child.entry.request.desc.seg_bytes
+                                    <= CHILD_WINDOW_BYTES)
 
     def _retransmit_due(self, e: AstEntry, now: float) -> None:
         for child in e.pending():

@@ -91,6 +91,43 @@ async def test_a_frame_header_alone_does_not_allocate_the_announced_size(monkeyp
         await listener.aclose()
 
 
+async def test_a_face_holding_a_large_buffer_keeps_it_counted_when_the_budget_is_short(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # A face whose buffer was sized for one large frame, asked for a larger one
+    # the budget cannot cover, keeps its share: the buffer it goes on holding
+    # stays counted (issue #18 review: it used to give the share back first).
+    mib = 1024 * 1024
+    budget = stream.ByteBudget(3 * mib)
+    assert budget.take(mib // 2)  # another face's share
+    monkeypatch.setattr(stream, "EAGER_FRAMES", budget)
+    faces: list[Face] = []
+    got: list[int] = []
+    listener = await open_stream_listener("tcp://127.0.0.1:0", on_new_face=faces.append)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(listener.run)
+            client = await _connect(_port(listener))
+            await _wait(lambda: len(faces) == 1)
+            nursery.start_soon(faces[0].run, lambda f, p: got.append(len(p)))
+            # a large frame (not a Data: copied out), and in the same burst the start of a larger
+            # one the budget cannot cover: the face goes on holding the first one's buffer
+            first = b"\x93" + bytes(2 * mib - 1)
+            second = struct.pack(">I", 2 * mib + 600 * 1024) + b"\x93" * 1000
+            await client.send(struct.pack(">I", len(first)) + first + second)
+            await _wait(lambda: got == [2 * mib])
+            await trio.sleep(0.3)
+            assert budget.used >= mib // 2 + 2 * mib  # that buffer is counted
+            held = budget.used
+            await client.send(b"\x93" * 100_000)  # more of the second frame
+            await trio.sleep(0.3)
+            assert budget.used == held  # nothing given back or taken twice meanwhile
+            client.close()
+            await _wait(lambda: faces[0].closed)
+            await _wait(lambda: budget.used == mib // 2)  # given back once, when the face closed
+            nursery.cancel_scope.cancel()
+    finally:
+        await listener.aclose()
+
+
 async def test_a_partial_frame_times_out_and_closes_the_face() -> None:
     faces: list[Face] = []
     limits = FaceLimits(frame_timeout=0.3)

@@ -417,6 +417,29 @@ def test_sub_requests_are_paced_per_next_hop(monkeypatch, window, window_bytes, 
     assert not root._inflight and not root._waiting
 
 
+def test_the_byte_window_counts_every_group_on_a_next_hop():
+    """Groups of different segment sizes share a next hop's window: its bytes
+    are what is outstanding there, whichever groups they belong to."""
+    from types import SimpleNamespace
+
+    from icnd.reduction import aggregate
+
+    root = aggregator_of(Tree(arrays_of(np.float32)).net.nodes["r"].fw)
+    mib = 1024 * 1024
+
+    def child(seg_bytes):
+        return SimpleNamespace(entry=SimpleNamespace(request=SimpleNamespace(desc=SimpleNamespace(seg_bytes=seg_bytes))))
+
+    assert aggregate.CHILD_WINDOW_BYTES == 8 * mib
+    assert root._fits(7, child(4 * mib))  # nothing outstanding: anything goes, even beyond the bound
+    root._inflight[7], root._inflight_bytes[7] = 2, 8 * mib  # two 4 MiB segments of one group
+    assert not root._fits(7, child(1024))  # a small segment of another group waits too
+    root._inflight[7], root._inflight_bytes[7] = 1, 1 * mib
+    assert root._fits(7, child(4 * mib)) and not root._fits(7, child(8 * mib))
+    root._inflight[7], root._inflight_bytes[7] = root.window, 4 * 1024
+    assert not root._fits(7, child(1024))  # the count bound still holds
+
+
 def test_an_aggregator_bug_is_counted_not_fatal(monkeypatch, caplog):
     tree = Tree(arrays_of(np.int64))
     agg = aggregator_of(tree.net.nodes["r"].fw)
