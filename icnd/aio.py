@@ -49,9 +49,9 @@ import inspect
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Callable, Generator
 
-import trio
 
 from icnd.client.door import Client
+from icnd.compute.pool import wait_future
 from icnd.errors import Error
 from icnd.sync import (
     ASYNC_CONTEXT,
@@ -166,21 +166,7 @@ def _on_asyncio(fn: Callable[..., Any], loop: asyncio.AbstractEventLoop) -> Call
     @functools.wraps(fn)
     async def on_asyncio(*args: Any, **kwargs: Any) -> Any:
         future = asyncio.run_coroutine_threadsafe(fn(*args, **kwargs), loop)
-        token = trio.lowlevel.current_trio_token()
-        done = trio.Event()
-
-        def wake(_: object) -> None:
-            try:
-                token.run_sync_soon(done.set)
-            except trio.RunFinishedError:
-                pass
-
-        future.add_done_callback(wake)
-        try:
-            await done.wait()
-        finally:
-            if not future.done():
-                future.cancel()
+        await wait_future(future)
         return future.result()
 
     return on_asyncio

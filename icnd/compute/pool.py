@@ -143,6 +143,28 @@ def _run_encoded(target: str, encoded: list[bytes]) -> tuple[bool, bytes | tuple
         return False, (type(exc).__name__, str(exc))
 
 
+async def wait_future(future: Future[Any]) -> None:
+    """Wait, without blocking trio, until `future` (run in another thread or
+    process, or on another event loop) is done; cancelled meanwhile, cancel
+    the future too (not started yet: it never starts; running: its outcome
+    is dropped) and re-raise."""
+    token = trio.lowlevel.current_trio_token()
+    done = trio.Event()
+
+    def wake(_: Future[Any]) -> None:  # in the future's thread, or here if already done
+        try:
+            token.run_sync_soon(done.set)
+        except trio.RunFinishedError:
+            pass
+
+    future.add_done_callback(wake)
+    try:
+        await done.wait()
+    except BaseException:
+        future.cancel()
+        raise
+
+
 class ProcessPool:
     """At most `workers` worker processes, started at the first call."""
 
@@ -170,21 +192,7 @@ class ProcessPool:
                 self._discard(executor)
                 if attempt:
                     raise WorkerError("worker-crashed", "the worker processes cannot be started") from None
-        token = trio.lowlevel.current_trio_token()
-        done = trio.Event()
-
-        def wake(_: Future) -> None:  # in the executor's thread, or here if already done
-            try:
-                token.run_sync_soon(done.set)
-            except trio.RunFinishedError:
-                pass
-
-        future.add_done_callback(wake)
-        try:
-            await done.wait()
-        except trio.Cancelled:
-            future.cancel()  # not started yet: never starts; running: its result is dropped
-            raise
+        await wait_future(future)
         try:
             ok, value = future.result()
         except BrokenProcessPool:

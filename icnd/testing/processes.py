@@ -37,6 +37,18 @@ def run_cli(*args: str, input: bytes | None = None, timeout: float = 20.0,
                           timeout=timeout, cwd=cwd)
 
 
+def one_line_error(r: subprocess.CompletedProcess[bytes]) -> str:
+    """The stderr of an expected CLI failure, which must be exactly one
+    ``icnd: error:`` line and no traceback (AssertionError otherwise)."""
+    text = r.stderr.decode()
+    if "Traceback" in text:
+        raise AssertionError(text)
+    lines = text.splitlines()
+    if len(lines) != 1 or not lines[0].startswith("icnd: error: "):
+        raise AssertionError(text)
+    return lines[0]
+
+
 def free_ports(n: int = 1, kind: int = socket.SOCK_DGRAM) -> list[int]:
     """`n` distinct loopback ports free now (bound together, then released for daemons to bind):
     a port closed and asked for again at once may be handed out twice."""

@@ -27,7 +27,7 @@ from icnd.cli.errors import CliError
 from icnd.cli.nfdc import SUMMARY_COUNTERS, status_summary
 from icnd.cli.options import merge_outer_options
 from icnd.cli.topo import failure_line
-from icnd.testing.processes import Daemon, free_ports, short_tempdir, stop_process
+from icnd.testing.processes import Daemon, free_ports, one_line_error, short_tempdir, stop_process
 from icnd.testing.processes import run_cli as icnd
 from icnd.testing.topology import start_background
 from icnd.name import Name
@@ -50,15 +50,6 @@ STATUS: dict[str, Any] = {
 }
 NEIGHBOURS = [{"name": "/node/b", "uri": "tcp://10.0.0.2:6363", "state": "up"},
               {"name": None, "uri": "udp://10.0.0.3:6363", "state": "down"}]
-
-
-def one_line_error(r: subprocess.CompletedProcess) -> str:
-    """The stderr of an expected failure: exactly one ``icnd: error:`` line, no traceback."""
-    text = r.stderr.decode()
-    assert "Traceback" not in text, text
-    lines = text.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("icnd: error: "), text
-    return lines[0]
 
 
 def cli_json(*args: str, sock: str | Path) -> Any:

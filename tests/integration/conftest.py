@@ -11,6 +11,17 @@ from icnd.testing.processes import Daemon
 LOOPBACK = ("udp://127.0.0.1:0", "tcp://127.0.0.1:0")
 
 
+@pytest.fixture
+def node_socket(tmp_path):
+    """The Unix socket of one ``icnd run`` (/node/s, UDP on loopback), stopped after the test."""
+    d = Daemon(tmp_path, "--name", "/node/s", "--listen", "udp://127.0.0.1:0", name="s")
+    try:
+        d.wait_ready()
+        yield d.socket
+    finally:
+        d.stop()
+
+
 class DaemonFactory:
     """Starts named daemons in one directory and stops every one it started."""
 

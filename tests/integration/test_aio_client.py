@@ -13,18 +13,7 @@ import pytest
 import icnd
 import icnd.aio
 from icnd.security import Ed25519Key
-from icnd.testing.processes import Daemon
 from icnd.trust.cert import self_signed
-
-
-@pytest.fixture
-def daemon(tmp_path):
-    d = Daemon(tmp_path, "--name", "/node/s", "--listen", "udp://127.0.0.1:0", name="s")
-    try:
-        d.wait_ready()
-        yield d.socket
-    finally:
-        d.stop()
 
 
 async def triple(x: int) -> int:
@@ -33,12 +22,12 @@ async def triple(x: int) -> int:
     return 3 * x
 
 
-def test_an_asyncio_program_fetches_serves_hosts_and_gets_icnd_errors(daemon) -> None:
+def test_an_asyncio_program_fetches_serves_hosts_and_gets_icnd_errors(node_socket) -> None:
     async def main() -> None:
         loop = asyncio.get_running_loop()
         key = Ed25519Key.generate(icnd.Name("/aio"))
-        async with icnd.aio.connect(daemon, key=key, cert=self_signed(key)) as c, \
-                icnd.aio.connect(daemon) as other:
+        async with icnd.aio.connect(node_socket, key=key, cert=self_signed(key)) as c, \
+                icnd.aio.connect(node_socket) as other:
             await c.publish("/aio/hello", b"hi", freshness=5)
             assert (await other.fetch("/aio/hello")).content == b"hi"
 
@@ -72,15 +61,15 @@ def test_an_asyncio_program_fetches_serves_hosts_and_gets_icnd_errors(daemon) ->
     asyncio.run(main())
 
 
-def test_inside_a_running_loop_the_facade_never_blocks_it(daemon) -> None:
+def test_inside_a_running_loop_the_facade_never_blocks_it(node_socket) -> None:
     """Jupyter-style: the program's loop already runs other tasks; a ticker
     keeps ticking while a call waits 0.5 s on a handler that blocks the
     client's own thread."""
 
     async def notebook_cell(ticks: list[float]) -> None:
         key = Ed25519Key.generate(icnd.Name("/aio"))
-        async with icnd.aio.connect(daemon, key=key, cert=self_signed(key)) as server, \
-                icnd.aio.connect(daemon) as c:
+        async with icnd.aio.connect(node_socket, key=key, cert=self_signed(key)) as server, \
+                icnd.aio.connect(node_socket) as c:
             def slow(interest: icnd.Interest) -> bytes:  # plain: runs (and blocks) in the client's thread
                 time.sleep(0.5)
                 return b"slow"
@@ -89,7 +78,7 @@ def test_inside_a_running_loop_the_facade_never_blocks_it(daemon) -> None:
                 before = len(ticks)
                 assert (await c.fetch("/aio/slow/1", timeout=5)).content == b"slow"
                 assert len(ticks) - before >= 20  # 10 ms ticks went on for the 0.5 s
-        later = await icnd.aio.connect(daemon)  # a client kept across cells, closed by hand
+        later = await icnd.aio.connect(node_socket)  # a client kept across cells, closed by hand
         assert (await later.status())["name"] == "/node/s"
         await later.aclose()
         with pytest.raises(icnd.Error, match="closed"):

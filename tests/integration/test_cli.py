@@ -13,7 +13,6 @@ import os
 import signal
 import socket
 import stat
-import subprocess
 import time
 from pathlib import Path
 
@@ -22,7 +21,7 @@ import trio
 
 from icnd import connect
 from icnd.security import Ed25519Key
-from icnd.testing.processes import Daemon
+from icnd.testing.processes import Daemon, one_line_error
 from icnd.testing.processes import run_cli as icnd
 
 READY_TIMEOUT = 10.0
@@ -38,15 +37,6 @@ def icnd_json(*args: str, sock: Path) -> object:
     r = icnd(*args, "--socket", str(sock), "--json")
     assert r.returncode == 0, r.stderr.decode()
     return json.loads(r.stdout)
-
-
-def one_line_error(r: subprocess.CompletedProcess) -> str:
-    """The stderr of an expected failure: exactly one `icnd: error:` line, no traceback."""
-    text = r.stderr.decode()
-    assert "Traceback" not in text, text
-    lines = text.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("icnd: error: "), text
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

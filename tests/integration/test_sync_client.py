@@ -8,23 +8,12 @@ import pytest
 
 import icnd
 from icnd.security import Ed25519Key
-from icnd.testing.processes import Daemon
 from icnd.trust.cert import self_signed
 
 
-@pytest.fixture
-def daemon(tmp_path):
-    d = Daemon(tmp_path, "--name", "/node/s", "--listen", "udp://127.0.0.1:0", name="s")
-    try:
-        d.wait_ready()
-        yield d.socket
-    finally:
-        d.stop()
-
-
-def test_sync_publish_fetch_serve_and_errors(daemon) -> None:
+def test_sync_publish_fetch_serve_and_errors(node_socket) -> None:
     key = Ed25519Key.generate(icnd.Name("/sync"))  # c's answers are signed (and its certificate served)
-    with icnd.sync.connect(daemon, key=key, cert=self_signed(key)) as c, icnd.sync.connect(daemon) as other:
+    with icnd.sync.connect(node_socket, key=key, cert=self_signed(key)) as c, icnd.sync.connect(node_socket) as other:
         c.publish("/sync/hello", b"hi there", freshness=5)
         assert other.fetch("/sync/hello").content == b"hi there"
         with c.serve("/sync/echo", lambda interest: b"echo:" + bytes(interest.name[-1])):
@@ -44,11 +33,11 @@ def double(x: int) -> int:
     return 2 * x
 
 
-def test_sync_host_serve_and_contexts_enter_and_leave_in_the_client_loop(daemon) -> None:
+def test_sync_host_serve_and_contexts_enter_and_leave_in_the_client_loop(node_socket) -> None:
     """`host` and `serve` (async context managers) and `reflexive`/`stream`
     (context managers) work as plain `with` blocks; leaving them stops serving."""
     key = Ed25519Key.generate(icnd.Name("/synchost"))
-    with icnd.sync.connect(daemon, key=key, cert=self_signed(key)) as host, icnd.sync.connect(daemon) as caller:
+    with icnd.sync.connect(node_socket, key=key, cert=self_signed(key)) as host, icnd.sync.connect(node_socket) as caller:
         with host.host({"/fn/double": double}) as functions:
             assert functions is not None  # the FunctionHost, as `async with c.host(...) as h` gives
             assert caller.call("/fn/double", 21) == 42
@@ -64,12 +53,12 @@ def test_sync_host_serve_and_contexts_enter_and_leave_in_the_client_loop(daemon)
         assert not host.client._reflexive and not host.client._streams
         assert host.sign(icnd.Data("/synchost/x", b"x")).sig_value  # a plain method, run in the client loop
         assert host.node_name() == icnd.Name("/node/s")
-        assert host.socket_path == daemon  # attributes read through
+        assert host.socket_path == node_socket  # attributes read through
 
 
-def test_sync_errors_keep_their_types_and_a_closed_client_says_so(daemon) -> None:
-    c = icnd.sync.connect(daemon)
-    with icnd.sync.connect(daemon) as other, pytest.raises(icnd.Timeout):
+def test_sync_errors_keep_their_types_and_a_closed_client_says_so(node_socket) -> None:
+    c = icnd.sync.connect(node_socket)
+    with icnd.sync.connect(node_socket) as other, pytest.raises(icnd.Timeout):
         with c.serve("/sync/silent", lambda interest: None):
             other.fetch("/sync/silent/x", timeout=0.5)
     with pytest.raises(ValueError, match="at least one component"):
