@@ -32,9 +32,11 @@ chromium:
 	fi
 
 # The attacks of issue 15 at full size against a real daemon (tests/adversarial/test_fullsize.py, marker
-# `fullsize`; minutes, not seconds): each prints a `FULLSIZE {...}` line with its figures.
+# `fullsize`; minutes, not seconds), and issue 26's routing fuzzer at full size
+# (tests/property/test_routing_fuzz.py, ICND_FUZZ_MESSAGES): each prints a `FULLSIZE {...}` line.
 test-adversarial: $(STAMP)
-	$(BIN)/python -m pytest -q -s -p no:cacheprovider -m fullsize tests/adversarial/test_fullsize.py
+	$(BIN)/python -m pytest -q -s -p no:cacheprovider -m fullsize tests/adversarial/test_fullsize.py \
+	    tests/property/test_routing_fuzz.py
 
 # The demo needs the package alone (no test extras): its own stamp, installed quietly.
 DEMO_STAMP := $(VENV)/.installed-demo
@@ -47,8 +49,11 @@ demo: $(DEMO_STAMP)
 	$(BIN)/python -m icnd.demo
 
 # The API reference, generated from the docstrings by pdoc (the `docs` extra) into build/api
-# (not committed): open build/api/index.html.  tests/test_api_docs.py renders API_MODULES too.
+# (not committed): open build/api/index.html, the `icnd` package's page, whose docstring links
+# every module of API_MODULES.  API_TEMPLATE: pdoc's page, a class's methods before its
+# attributes.  tests/test_api_docs.py renders API_MODULES with API_TEMPLATE too.
 DOCS_STAMP := $(VENV)/.installed-docs
+API_TEMPLATE := docs/api-template
 API_MODULES := icnd icnd.client icnd.topology icnd.trust icnd.security icnd.errors icnd.name \
 	icnd.packet icnd.codec icnd.compute.registry icnd.reduction.consumer
 
@@ -58,7 +63,7 @@ $(DOCS_STAMP): $(BIN)/python pyproject.toml
 
 docs: $(DOCS_STAMP)
 	rm -rf build/api
-	$(BIN)/python -m pdoc --output-directory build/api $(API_MODULES)
+	$(BIN)/python -m pdoc --template-directory $(API_TEMPLATE) --output-directory build/api $(API_MODULES)
 	@echo "API reference: build/api/index.html"
 
 # The MPI baseline of bench/reduce.py: Open MPI from Debian (only as root, only

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from icnd.errors import Error
 from icnd.faces.permanent import ReconnectPolicy
-from icnd.faces.uri import parse_face_uri
+from icnd.faces.uri import parse_face_uri, parse_listen_uri
 from icnd.name import Name
 from icnd.trust.schema import Pattern
 
@@ -61,6 +61,9 @@ class RoutingConfig:
     max_prefixes: int = 1000  # prefixes one node may announce
     max_record_kb: int = 64  # the largest link-state record accepted
     max_nodes: int = 10_000  # records (origin nodes) the link-state database holds
+    max_routes: int = 20_000  # prefixes routing installs routes for (the rest are counted, not routed)
+    # without a trust schema: origins one neighbour may introduce (a flood of invented nodes); 0 = no cap
+    max_origins_per_neighbor: int = 1024
     load_aware: bool = True  # load-balance weighs the capacity/load function hosts announce; false: RTT only
 
 
@@ -319,7 +322,20 @@ def parse_route_flag(text: str) -> RouteSpec:
         raise ConfigError(f"--route {text!r}: cost must be an integer") from None
     if cost_value < 0:
         raise ConfigError(f"--route {text!r}: cost must be >= 0")
+    _check_face(uri, f"--route {text!r}")
     return RouteSpec(prefix, uri, cost_value)
+
+
+def parse_face_flag(text: str) -> str:
+    """--face URI"""
+    _check_face(text, f"--face {text!r}")
+    return text
+
+
+def parse_listen_flag(text: str) -> str:
+    """--listen URI (or a bare HOST: UDP and TCP on port 6363)"""
+    _check_listen(text, f"--listen {text!r}")
+    return text
 
 
 def parse_neighbor_flag(text: str) -> NeighborConfig:
@@ -392,6 +408,11 @@ def validate(cfg: NodeConfig, origin: str = "<config>") -> None:
             Name(r.prefix)
         except ValueError as exc:
             raise ConfigError(f"{origin}: route prefix {r.prefix!r}: {exc}") from None
+        _check_face(r.face, f"{origin}: route {r.prefix} face {r.face!r}")
+    for uri in cfg.faces:
+        _check_face(uri, f"{origin}: face {uri!r}")
+    for uri in cfg.listen:
+        _check_listen(uri, f"{origin}: listen {uri!r}")
     _validate_neighbors(cfg, origin)
     _validate_routing(cfg, origin)
     for uri in cfg.ndn_listen:
@@ -453,6 +474,20 @@ def _validate_neighbors(cfg: NodeConfig, origin: str) -> None:
                           f"{exc}") from None
 
 
+def _check_face(uri: str, where: str) -> None:
+    try:
+        parse_face_uri(uri)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _check_listen(uri: str, where: str) -> None:
+    try:
+        parse_listen_uri(uri)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
 def _check_neighbor(n: NeighborConfig, where: str) -> str:
     """The neighbour's canonical URI; a `ConfigError` starting with `where` if it is unusable."""
     try:
@@ -471,10 +506,13 @@ def _validate_routing(cfg: NodeConfig, origin: str) -> None:
     if r.mode not in ROUTING_MODES:
         raise ConfigError(f"{origin}: routing.mode must be one of {', '.join(ROUTING_MODES)}, not {r.mode!r}")
     for key in ("hello_interval_s", "dead_interval_s", "lsa_refresh_s", "lsa_lifetime_s", "max_prefixes",
-                "max_record_kb", "max_nodes"):
+                "max_record_kb", "max_nodes", "max_routes"):
         value = getattr(r, key)
         if not value > 0 or value == float("inf"):
             raise ConfigError(f"{origin}: routing.{key} must be a finite number > 0, not {value!r}")
+    if r.max_origins_per_neighbor < 0:
+        raise ConfigError(f"{origin}: routing.max_origins_per_neighbor must be >= 0 (0: no cap), "
+                          f"not {r.max_origins_per_neighbor!r}")
     if r.dead_interval_s <= r.hello_interval_s:
         raise ConfigError(f"{origin}: routing.dead_interval_s ({r.dead_interval_s:g}) must exceed "
                           f"routing.hello_interval_s ({r.hello_interval_s:g}) (--dead-interval, --hello-interval)")

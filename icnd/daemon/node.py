@@ -65,21 +65,25 @@ from icnd.compute.registry import HostedFunction, hosted, load_callable
 from icnd.core.fw.forwarder import Forwarder, Send
 from icnd.core.tables.fib import TableFull
 from icnd.core.tables.rib import ORIGIN_APP, ORIGIN_STATIC
+from icnd.core.routing.lsdb import record_name
 from icnd.core.routing.router import ROUTING_PREFIX, RouterConfig
 from icnd.core.timers import TIMER_SLACK
 from icnd.daemon.certs import CertificateTable
 from icnd.daemon.config import NeighborConfig, NodeConfig
+from icnd.daemon.containment import HandlerErrors
 from icnd.daemon.faces import FaceTable
+from icnd.daemon.neighbors import NeighborWatch
 from icnd.daemon.mgmt.cs import CsManager
 from icnd.daemon.mgmt.dispatcher import Dispatcher
 from icnd.daemon.mgmt.faces import FaceManager
+from icnd.daemon.mgmt.functions import FunctionReports
 from icnd.daemon.mgmt.groups import GroupManager
 from icnd.daemon.mgmt.objects import ObjectManager
 from icnd.daemon.mgmt.routes import RouteManager
 from icnd.daemon.mgmt.routing import RoutingManager
 from icnd.daemon.mgmt.status import StatusManager
 from icnd.daemon.mgmt.strategy import StrategyManager
-from icnd.daemon.producers import ProducerTable, add_node_producers
+from icnd.daemon.producers import KeylessSigning, ProducerTable, add_node_producers
 from icnd.daemon.routing import RoutingShell
 from icnd.endpoint import resolve_socket_path
 from icnd.errors import DecodeError, Error
@@ -97,6 +101,7 @@ from icnd.faces import (
     open_listener,
     parse_face_uri,
 )
+from icnd.faces.uri import parse_listen_uri
 from icnd.name import Name
 from icnd.objects.repo import Repo
 from icnd.objects.service import ObjectService
@@ -186,6 +191,7 @@ class Node:
         self.started_at = time.time()
         self.keychain = KeyChain()
         self.mgmt_commands = 0
+        self.handler_errors = HandlerErrors()
         self.ready = trio.Event()
         self._functions: list[HostedFunction] = []
         self._function_task: _Stoppable | None = None  # runs function_host; replaced by set_functions
@@ -193,16 +199,20 @@ class Node:
         self.config_reload_errors = 0
         self.neighbor_faces: list[tuple[PermanentFace, NeighborConfig]] = []  # --neighbor's faces (_apply_config)
         self.function_host: Any = None
+        self.function_reports = FunctionReports(self.fw.rib)  # what Client.host hosts report (status page)
         self._internal: Any = None  # the in-process client (icnd.client.door.Client) on a memory face, once made
         self._internal_lock = trio.Lock()
         # the certificates this node serves (its own, its anchors', its clients')
-        self.certs = CertificateTable(lambda name: self.fw.add_route(name, INTERNAL_FACE, 0, ORIGIN_APP))
+        self.certs = CertificateTable(lambda name: self.fw.add_route(name, INTERNAL_FACE, 0, ORIGIN_APP),
+                                      lambda name: self.fw.rib.remove(name, INTERNAL_FACE, ORIGIN_APP),
+                                      keep=lambda data: self.published.publish(data))
         # set by bind():
         self.key: Ed25519Key
         self.cert: Certificate  # the node's certificate (--cert, or self-signed)
         self.validator: Validator  # the one validator: function callers, group descriptors, contributions
         self.published: ObjectService  # repo and object store
         self.reduction: ReductionService  # groups and contributions
+        self.keyless_signing: KeylessSigning  # what the node signs for keyless local applications
         self.routing: RoutingShell | None = None  # link-state routing ([routing] mode), made by bind()
         self.http: StatusServer | None = None  # the status page and /metrics (--http), bound by bind()
 
@@ -217,6 +227,7 @@ class Node:
                 raise StartupError(f"strategy for {spec[0]}: {exc}") from None
         self._load_identity()
         self._load_trust()
+        self._warn_foreign_key()
         self.aggregator.signer = self.key.sign
         for group in cfg.groups:
             try:
@@ -235,6 +246,7 @@ class Node:
             raise StartupError(f"--function: {exc}") from None
         if cfg.routing.mode == "link-state":
             self.routing = self._make_routing()
+            self._warn_if_schema_refuses_link_state()
         capacity = int(cfg.repo_capacity_mb * 1024 * 1024)
         try:
             repo = Repo(capacity, cfg.data_dir or None)
@@ -245,8 +257,7 @@ class Node:
         try:
             await self._listen(f"unix://{os.path.abspath(self.socket_path)}")
             for uri in cfg.listen or ["0.0.0.0"]:
-                for expanded in _expand_listen(uri):
-                    await self._listen(expanded)
+                await self._listen(uri)
             for uri in cfg.ndn_listen:
                 await self._listen_ndn(uri)
             if cfg.http:
@@ -271,10 +282,31 @@ class Node:
         r = self.config.routing
         config = RouterConfig(hello_interval=r.hello_interval_s, dead_interval=r.dead_interval_s,
                               refresh=r.lsa_refresh_s, lifetime=r.lsa_lifetime_s, max_prefixes=r.max_prefixes,
-                              max_record_bytes=r.max_record_kb * 1024, max_nodes=r.max_nodes)
+                              max_record_bytes=r.max_record_kb * 1024, max_nodes=r.max_nodes,
+                              max_routes=r.max_routes,
+                              max_origins_per_neighbor=r.max_origins_per_neighbor if self.validator.schema is None
+                              else 0)
         return RoutingShell(self.name, key=self.key, cert=self.cert, validator=self.validator, rib=self.fw.rib,
                             links=self._links, is_local=self._is_local_face, config=config,
+                            errors=self.handler_errors,
                             on_hops=self.fw.route_hints if r.load_aware else None)
+
+    def _warn_if_schema_refuses_link_state(self) -> None:
+        """A trust schema that refuses this node's own routing Data (records, hello proofs): with no rule
+        for them the node learns no routes, with one that refuses its key no node routes to it (issue #27)."""
+        schema = self.validator.schema
+        if schema is None:
+            return
+        for name in (record_name(self.name, 1), self.name.append("routing", "hello", "challenge")):
+            why = schema.refuses(name, self.key.name)
+            if why is not None:
+                base = self.name.prefix(-1).to_uri().rstrip("/")
+                fix = ("nodes applying it do not route to this node" if schema.matching(name) else
+                       f'this node learns no routes; add a rule for them: data = "{base}/<node>/routing/<**>", '
+                       f'signer = "{base}/<node>/KEY/<*>"')
+                log.warning("--trust %s refuses link-state routing Data such as this node's %s signed by %s "
+                            "(%s): %s", schema.source, name, self.key.name, why, fix)
+                return
 
     def _is_local_face(self, face_id: int) -> bool:
         if face_id == INTERNAL_FACE:
@@ -286,6 +318,7 @@ class Node:
         """The node's producers and managers, each handed only what it serves."""
         fw = self.fw
         self.published = ObjectService(repo, objects, rib=fw.rib, cs=fw.cs, key=self.key, face=INTERNAL_FACE)
+        self.keyless_signing = KeylessSigning(self.key, fw.rib, self.producers)
         self.reduction = ReductionService(self.name, self.key, self.groups, self.contrib,
                                           deliver=self.deliver, clock=trio.current_time, validator=self.validator,
                                           fetch_cert=self.fetch_certificate, spawn=self._spawn)
@@ -307,6 +340,9 @@ class Node:
             ObjectManager(self.published, self.certs.published),
             GroupManager(self.reduction),
             RoutingManager(self.routing),
+            self.function_reports,
+            self.keyless_signing,
+            self.certs,
         ):
             self.mgmt.add(manager)
 
@@ -337,6 +373,16 @@ class Node:
         except (OSError, ValueError) as exc:
             raise StartupError(f"identity in {data_dir}: {exc}") from None
         self.keychain.add_signing_key(self.key)
+
+    def _warn_foreign_key(self) -> None:
+        """Once the identity and its certificate are accepted: a key named for another node signs
+        link state that neighbours refuse."""
+        assert self.key.name is not None
+        owner = self.key.name.prefix(-2)  # <identity>/KEY/<key-id>
+        if self.config.key and owner != self.name:
+            log.warning("--key %s: the key %s is %s's, not this node's (%s): neighbours refuse the link state "
+                        "it signs, which must be signed by a key under the node's name (icnd keygen --name %s)",
+                        self.config.key, self.key.name, owner, self.name, self.name)
 
     def _load_trust(self) -> None:
         """The node's certificate (--cert, checked against its key, or self-signed)
@@ -386,7 +432,7 @@ class Node:
 
                 assert self._nursery is not None, "node is not running"
                 mine, theirs = memory_face_pair(local=True)
-                self.faces.add(mine)
+                self.function_reports.internal_face = self.faces.add(mine).id
                 client = Client(theirs, self._nursery, key=self.key, socket_path="internal")
                 self._nursery.start_soon(theirs.run, client.on_receive)
                 self._internal = client
@@ -402,18 +448,20 @@ class Node:
             reassembly_per_source=max(1, int(cfg.udp_reassembly_per_source_mb * mib)))
 
     async def _listen(self, uri: str) -> None:
+        """Listen on `uri`, a face URI or a bare HOST (UDP and TCP on port 6363; `parse_listen_uri`)."""
         try:
-            parsed = parse_face_uri(uri)
+            addresses = parse_listen_uri(uri)
         except ValueError as exc:
             raise StartupError(str(exc)) from None
-        try:
-            listener = await open_listener(parsed, on_new_face=self._on_new_face, limits=self._face_limits())
-        except OSError as exc:
-            reason = exc.strerror or str(exc)
-            raise StartupError(f"cannot listen on {uri}: {reason}") from None
-        self._listeners.append(listener)
-        if isinstance(listener, UdpListener):
-            self.faces.udp_listeners.append(listener)
+        for parsed in addresses:
+            try:
+                listener = await open_listener(parsed, on_new_face=self._on_new_face, limits=self._face_limits())
+            except OSError as exc:
+                reason = exc.strerror or str(exc)
+                raise StartupError(f"cannot listen on {parsed}: {reason}") from None
+            self._listeners.append(listener)
+            if isinstance(listener, UdpListener):
+                self.faces.udp_listeners.append(listener)
 
     async def _listen_ndn(self, uri: str) -> None:
         """A listener for NDN applications (`icnd.ndn.face`); its faces get NDN's
@@ -493,12 +541,16 @@ class Node:
                 if self.routing is not None:
                     for face, neighbor in self.neighbor_faces:
                         self.routing.add_neighbor(face, neighbor.cost)
+                    r = self.config.routing
+                    watch = NeighborWatch(self.routing.router, dead_interval=r.dead_interval_s,
+                                          interval=r.hello_interval_s)
+                    nursery.start_soon(watch.run)
                 if self._functions:
                     await self._start_function_host(nursery)
                 self.started_at = time.time()
                 log.info("node %s ready on %s", self.name, ", ".join(self.listen_uris() + [
                     f"{uri} (NDN)" for uri in self.ndn_listen_uris()]))
-                if not self.config.data_dir:  # [issue #15, D14]; info: a node at log_level "warning" stays quiet
+                if not self.config.data_dir and not self.config.key:  # [#15 D14]; info: "warning" stays quiet
                     log.info("no --data-dir: this node's identity %s is ephemeral (a new key at every start), "
                              "so Data it signed before a restart (cached aggregates, manifests) no longer "
                              "verifies; give it --data-dir to keep its key", self.key.name)
@@ -590,6 +642,8 @@ class Node:
         self.fw.add_face(face.id, local=face.local)
 
     def _on_face_down(self, face: Face) -> None:
+        self.keyless_signing.face_down(face.id)
+        self.certs.face_down(face.id)
         self._dispatch(self.fw.on_face_down(face.id, trio.current_time()))
         if self.routing is not None:
             self.routing.face_down(face.id)
@@ -612,6 +666,10 @@ class Node:
         command = management.receive if management is not None else _no_command
         # link-state routing messages from neighbours: to the routing shell, never the forwarder
         routing = self.routing if link.wire_format == "icnd" and not face.local else None
+        # a local application's Data: signed by the node if the application asked (KeylessSigning)
+        vouch = self.keyless_signing.sign if link.wire_format == "icnd" and face.local else None
+
+        errors = self.handler_errors
 
         def on_receive(face: Face, wire: bytes) -> None:
             try:
@@ -623,15 +681,27 @@ class Node:
                 node_counters.decode_errors += 1
                 log.debug("face %d: dropped malformed packet: %s", face_id, exc)
                 return
-            if routing is not None and packet.name.comps[:3] == ROUTING_SCOPE:
-                routing.receive(face, packet)  # type: ignore[arg-type]
+            except Exception as exc:  # a defect in a link service: one packet lost, never the face
+                errors.caught("forwarder", f"a packet of {len(wire)} bytes from face {face_id}", exc)
                 return
-            if scopes and type(packet) is Interest and packet.name.comps[:2] in scopes \
-                    and command(face, link, packet):
-                self.mgmt_commands += 1
-                self._rearm_timer()  # a command may add a timer (an NDN registration's expiry)
-                return
-            dispatch(on_packet(face_id, packet, current_time()))
+            component = "forwarder"
+            try:
+                if routing is not None and packet.name.comps[:3] == ROUTING_SCOPE:
+                    component = "routing"
+                    routing.receive(face, packet)  # type: ignore[arg-type]
+                    return
+                if scopes and type(packet) is Interest and packet.name.comps[:2] in scopes:
+                    component = "management"
+                    if command(face, link, packet):
+                        self.mgmt_commands += 1
+                        self._rearm_timer()  # a command may add a timer (an NDN registration's expiry)
+                        return
+                    component = "forwarder"
+                if vouch is not None and type(packet) is Data:
+                    packet = vouch(face_id, packet)
+                dispatch(on_packet(face_id, packet, current_time()))
+            except Exception as exc:  # see icnd.daemon.containment
+                errors.caught(component, f"{type(packet).__name__} {packet.name} from face {face_id}", exc)
 
         return on_receive
 
@@ -676,7 +746,10 @@ class Node:
                 self._timer_scope = scope
                 await trio.sleep_forever()
             self._timer_scope = None
-            self._dispatch(self.fw.on_timer(trio.current_time()))
+            try:
+                self._dispatch(self.fw.on_timer(trio.current_time()))
+            except Exception as exc:  # see icnd.daemon.containment
+                self.handler_errors.caught("timers", "the forwarder's timers", exc)
 
     def _rearm_timer(self) -> None:
         """Move the timer task's wake-up earlier if a packet pushed an earlier timer."""
@@ -692,11 +765,13 @@ class Node:
     def status(self) -> dict[str, Any]:
         counters = self.fw.counters.as_dict()
         counters["mgmt_commands"] = self.mgmt_commands
+        counters.update(self.handler_errors.as_counters())
         counters["rib_refused"] = self.fw.rib.refused
         counters.update(self.aggregator.counters)
         counters.update(self.contrib.counters)
         counters.update(self.groups.counters)
         counters["cs_evicted_unverified"] = self.fw.cs.evicted_unverified
+        counters.update(self.keyless_signing.counters)
         for listener in self._listeners + self._ndn_listeners:  # D1/D2: connection and reassembly refusals
             for key, value in listener.listener_counters().items():
                 counters[key] = counters.get(key, 0) + value
@@ -724,6 +799,7 @@ class Node:
         counters.update(host.counters if host is not None else dict.fromkeys(HOST_COUNTERS, 0))
         counters["config_reloads"] = self.config_reloads
         counters["config_reload_errors"] = self.config_reload_errors
+        counters.update(self.function_reports.counters)
         tables.update(host.tables() if host is not None else dict.fromkeys(HOST_TABLES, 0))
         if self.http is not None:
             counters.update(self.http.counters)
@@ -760,11 +836,3 @@ class _Stoppable:
     async def stop(self) -> None:
         self._scope.cancel()
         await self._ended.wait()
-
-
-def _expand_listen(uri: str) -> list[str]:
-    """`--listen HOST` means UDP and TCP on port 6363 of HOST; a URI is itself."""
-    if "://" in uri:
-        return [uri]
-    host = f"[{uri}]" if ":" in uri and not uri.startswith("[") else uri
-    return [f"udp://{host}:{DEFAULT_PORT}", f"tcp://{host}:{DEFAULT_PORT}"]

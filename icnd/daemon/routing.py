@@ -12,13 +12,18 @@ what routing does):
 - **Neighbours.** Each ``--neighbor`` face (permanent: it outlives its
   peer's restarts) is a router neighbour; the face's connection state
   (``on_state``) is the router's link state.
-- **Signing and believing.** Own records are signed with the node's key
-  and carry its certificate; a received record is believed through the
-  node's one `Validator` (`Validator.validate_carried`, with the
-  certificates the record carries): signed by a key under the node name
-  it describes, and, with a trust schema, by a certificate chain the schema
-  accepts (a rule for ``/node/<n>/routing/...`` signed by
-  ``/node/<n>/KEY/...``).
+- **Signing and believing.** Own records and hello proofs are signed with
+  the node's key and carry its certificate; a received record or proof is
+  believed through the node's one `Validator` (`routing_verifier`:
+  `Validator.validate_carried`, with the certificates it carries): signed by
+  a key under the node name it describes, and, with a trust schema, by a
+  certificate chain the schema accepts (a rule for ``/node/<n>/routing/...``
+  signed by ``/node/<n>/KEY/...``); without one, the router keeps the first
+  key seen for each node name (its Rule 10).
+- **Containment.** A defect raised by the router on a timer pass is
+  caught, counted (``handler_errors_routing_timers``) and logged; on a
+  received packet the node's receive path does the same
+  (`icnd.daemon.containment`).
 - **Its record as named Data.** Besides neighbours' fetches, anyone can
   ask for ``/node/<n>/routing/ls`` (CanBePrefix: the newest version) and
   get the node's own signed record, cached on the way like any Data.
@@ -36,6 +41,7 @@ what routing does):
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import time
@@ -49,16 +55,19 @@ from icnd.core.routing.lsdb import record_name
 from icnd.core.routing.router import Hop, RouteUpdate, Router, RouterConfig, Transmit, is_routing_name
 from icnd.core.tables.fib import TableFull
 from icnd.core.tables.rib import ORIGIN_ROUTING, Rib
+from icnd.daemon.containment import HandlerErrors
 from icnd.errors import CommandError, VerificationError
 from icnd.faces import Face, LinkService, Unsendable
-from icnd.name import Name
+from icnd.name import Name, generic
 from icnd.packet import Data, Interest, SigType
-from icnd.security import SigningKey, make_data
+from icnd.security import KEY_ID_LEN, SigningKey, make_data
 from icnd.trust import Certificate, Validator
+from icnd.trust.cert import CertificateError, key_name_of, parse_key_data
 
 log = logging.getLogger("icnd.routing")
 
 ANNOUNCE_DEBOUNCE = 0.02  # RIB changes within this are announced together
+_ROUTING_COMP = generic("routing")
 _SCOPED = (Name("/localhost").comps[0], Name("/localhop").comps[0])
 
 
@@ -69,15 +78,17 @@ class RoutingShell:
     def __init__(self, name: Name, *, key: SigningKey, cert: Certificate, validator: Validator, rib: Rib,
                  links: dict[int, LinkService], is_local: Callable[[int], bool],
                  config: RouterConfig | None = None,
-                 on_hops: Callable[[Name, tuple[Hop, ...]], None] | None = None) -> None:
+                 on_hops: Callable[[Name, tuple[Hop, ...]], None] | None = None,
+                 errors: HandlerErrors | None = None) -> None:
         self.name = name
+        self._errors = errors or HandlerErrors()
         self._key = key
         self._validator = validator
         self._rib = rib
         self._links = links
         self._is_local = is_local
         self._on_hops = on_hops
-        self.router = Router(name, sign=self._sign, verify=self._verify, now=trio.current_time(),
+        self.router = Router(name, sign=self._sign, verify=routing_verifier(validator), now=trio.current_time(),
                              certs=(encode(cert.data),),
                              config=config, version_base=int(time.time() * 1000))
         self.explicit: set[Name] = set()
@@ -95,22 +106,6 @@ class RoutingShell:
     def _sign(self, name: Name, content: bytes) -> Data:
         return make_data(name, content, key=self._key)
 
-    def _verify(self, data: Data, certs: tuple[bytes, ...]) -> None:
-        """The one policy path for link state: signed by a key of the node it names, believed by the validator."""
-        origin = data.name.prefix(-3)
-        locator = data.key_locator
-        if data.sig_type != SigType.ED25519 or locator is None or not origin.is_prefix_of(locator):
-            raise VerificationError(f"{data.name}: signed by {locator or 'nobody'}, not by a key of {origin}")
-        carried = []
-        for wire in certs:
-            try:
-                cert = decode(wire)
-            except Exception as exc:  # DecodeError: the record carries garbage
-                raise VerificationError(f"{data.name}: carries an undecodable certificate ({exc})") from None
-            if isinstance(cert, Data):
-                carried.append(cert)
-        self._validator.validate_carried(data, carried)
-
     # --- running ----------------------------------------------------------------------------
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Until cancelled: wake at the router's deadlines and at announcement changes."""
@@ -122,11 +117,16 @@ class RoutingShell:
                 await trio.sleep_forever()
             self._scope = None
             now = trio.current_time()
-            if now >= self._announce_at:
-                self._announce_at = math.inf
-                self._apply(self.router.set_prefixes(self._announcements(), now))
-            if now >= self.router.next_deadline():
-                self._apply(self.router.on_timer(now))
+            try:
+                if now >= self._announce_at:
+                    self._announce_at = math.inf
+                    self._apply(self.router.set_prefixes(self._announcements(), now))
+                if now >= self.router.next_deadline():
+                    self._apply(self.router.on_timer(now))
+            except Exception as exc:  # see icnd.daemon.containment: a defect costs one pass, never the node
+                self._errors.caught("routing_timers", "the routing timers", exc)
+                if self.router.next_deadline() <= now:
+                    await trio.sleep(self.router.config.hello_interval)  # never a busy loop on a failing timer
 
     def _rearm(self) -> None:
         scope = self._scope
@@ -170,7 +170,10 @@ class RoutingShell:
             face_id = face.id
 
             def on_state(up: bool) -> None:
-                self._apply(self.router.link_state(face_id, up, trio.current_time()))
+                try:
+                    self._apply(self.router.link_state(face_id, up, trio.current_time()))
+                except Exception as exc:  # see icnd.daemon.containment
+                    self._errors.caught("routing_timers", f"face {face_id} going {'up' if up else 'down'}", exc)
 
             face.on_state = on_state
         self._rearm()
@@ -179,6 +182,8 @@ class RoutingShell:
         """A face left the face table (a neighbour face only when destroyed)."""
         if face in self.router.neighbors:
             self._apply(self.router.remove_neighbor(face, trio.current_time()))
+        else:
+            self.router.face_gone(face)
 
     def receive(self, face: Face, packet: Interest | Data) -> None:
         """A routing packet from a non-local face (the node's receive path checked `wants`)."""
@@ -283,3 +288,53 @@ class RoutingShell:
         out["routing"] = "link-state"
         out["counters"].update(self.counters)
         return out
+
+
+def routing_verifier(validator: Validator) -> Callable[[Data, tuple[bytes, ...]], bytes]:
+    """The router's `verify`: the one policy path for link state and hello proofs.
+
+    A Data named ``<node>/routing/...`` must be signed by a key of that node
+    and believed by `validator` (`Validator.validate_carried`, with the
+    certificates it carries); returns who signed, for the router's key rule
+    (Rule 10): with a trust schema nothing (the schema decides), without one
+    the key name -- whose key id is the hash of the key, checked here for
+    every certificate carried, so the name stands for the key itself."""
+
+    def verify(data: Data, certs: tuple[bytes, ...]) -> bytes:
+        comps = data.name.comps
+        try:
+            at = comps.index(_ROUTING_COMP, 1)
+        except ValueError:
+            raise VerificationError(f"{data.name}: not a routing name") from None
+        origin = Name.from_wire(comps[:at])
+        locator = data.key_locator
+        if data.sig_type != SigType.ED25519 or locator is None or not origin.is_prefix_of(locator):
+            raise VerificationError(f"{data.name}: signed by {locator or 'nobody'}, not by a key of {origin}")
+        carried = []
+        for wire in certs:
+            try:
+                cert = decode(wire)
+            except Exception as exc:  # DecodeError: the record carries garbage
+                raise VerificationError(f"{data.name}: carries an undecodable certificate ({exc})") from None
+            if isinstance(cert, Data):
+                _check_key_id(data.name, cert)
+                carried.append(cert)
+        validator.validate_carried(data, carried)
+        return b"" if validator.schema is not None else locator.to_uri().encode()
+
+    return verify
+
+
+def _check_key_id(subject: Name, cert: Data) -> None:
+    """A carried certificate's key id must be the hash of the key it carries
+    (as `icnd.security` names keys), or a forger could name its own key after
+    a node's and have it cached in that key's place."""
+    key = key_name_of(cert.name)
+    if key is None:
+        return
+    try:
+        public = parse_key_data(cert)
+    except CertificateError as exc:
+        raise VerificationError(f"{subject}: carries a bad certificate {cert.name} ({exc})") from None
+    if key.comps[-1] != generic(hashlib.sha256(public).digest()[:KEY_ID_LEN]):
+        raise VerificationError(f"{subject}: carries a certificate {cert.name} whose key id is not its key's")

@@ -10,9 +10,11 @@ import heapq
 import itertools
 from typing import Any
 
+import msgpack
+
 from icnd.codec import decode, encode
 from icnd.core.routing.router import RouteUpdate, Router, RouterConfig, Transmit
-from icnd.name import Name
+from icnd.name import Name, generic
 from icnd.packet import Data, Interest
 from icnd.security import make_data
 
@@ -21,8 +23,28 @@ def digest_sign(name: Name, content: bytes) -> Data:
     return make_data(name, content)
 
 
-def accept_all(data: Data, certs: tuple[bytes, ...]) -> None:
-    return None
+def accept_all(data: Data, certs: tuple[bytes, ...]) -> bytes:
+    return b""
+
+
+def hello_answer(hello: Interest, name: str, *, sign: Any = digest_sign, certs: tuple[bytes, ...] = (),
+                 digest: bytes = b"x" * 16) -> Data:
+    """What node `name` answers to `hello` (a router's hello Interest): a proof of its challenge signed by `sign`."""
+    challenge = msgpack.unpackb(hello.app_params)["c"]
+    proof = sign(Name(name).append_wire(generic("routing"), generic("hello"), generic(challenge)), b"")
+    return make_data(hello.name, msgpack.packb({"n": name, "d": digest, "p": encode(proof), "k": list(certs)}))
+
+
+def hellos_on(actions: list[Any], face: int) -> list[Interest]:
+    return [a.packet for a in actions if isinstance(a, Transmit) and a.face == face
+            and isinstance(a.packet, Interest) and a.packet.name.comps[3] == generic("hello")]
+
+
+def bring_up(r: Router, face: int, name: str, now: float, **kw: Any) -> list[Any]:
+    """Make the neighbour on `face` of `r` proven as `name` (its link bounced, its hello answered)."""
+    r.link_state(face, False, now)
+    (hello,) = hellos_on(r.link_state(face, True, now), face)
+    return r.on_data(face, hello_answer(hello, name, **kw), now)
 
 
 class Net:

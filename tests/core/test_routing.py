@@ -18,7 +18,7 @@ from icnd.security import make_data
 from icnd.topology.routes import derive_routes
 from icnd.topology.spec import parse
 
-from tests.core.routing_net import Net, accept_all, digest_sign
+from tests.core.routing_net import Net, accept_all, bring_up, digest_sign
 
 
 def line(*names: str, config: RouterConfig | None = None) -> Net:
@@ -173,9 +173,10 @@ def test_steady_state_is_hellos_only() -> None:
 
 
 def test_refused_records_are_counted_and_not_stored() -> None:
-    def refuse_b(data: Data, certs: tuple[bytes, ...]) -> None:
-        if data.name.to_uri().startswith("/node/b/"):
+    def refuse_b(data: Data, certs: tuple[bytes, ...]) -> bytes:
+        if data.name.to_uri().startswith("/node/b/routing/ls/"):
             raise VerificationError("not b's key")
+        return b""
 
     net = Net()
     net.add("a", verify=refuse_b).set_prefixes({"/node/a": (None, None)}, 0.0)
@@ -197,8 +198,7 @@ def _router(name: str = "/node/a", **cfg: object) -> Router:
 def _fetch_answer(r: Router, face: int, records: list[bytes]) -> list[object]:
     """Make `r` want records from a neighbour on `face`, then answer its fetch with `records`."""
     sync = Interest.with_params(ROUTING_PREFIX.append("sync"), msgpack.packb({"n": "/node/b", "v": [["/node/z", 9]]}))
-    hello = make_data(ROUTING_PREFIX.append("hello"), msgpack.packb({"n": "/node/b", "d": b"x" * 16}))
-    r.on_data(face, hello, 0.1)
+    bring_up(r, face, "/node/b", 0.1)
     actions = r.on_interest(face, sync, 0.1)
     fetch = next(a.packet for a in actions if isinstance(a, Transmit) and isinstance(a.packet, Interest)
                  and a.packet.name.comps[3] == Name("/ls").comps[0])
@@ -258,7 +258,8 @@ def test_sync_from_a_stranger_is_ignored_and_hellos_from_anyone_answered() -> No
     assert r.on_interest(7, sync, 0.0) == [] or all(not isinstance(a, Transmit) or a.face != 7
                                                     for a in r.on_interest(7, sync, 0.0))
     assert r.counters["messages_not_neighbor"] >= 1
-    hello = Interest.with_params(ROUTING_PREFIX.append("hello"), msgpack.packb({"n": "/node/b", "d": b"x"}))
+    hello = Interest.with_params(ROUTING_PREFIX.append("hello"), msgpack.packb({"n": "/node/b", "d": b"x",
+                                                                                 "c": b"c" * 16}))
     answers = [a for a in r.on_interest(7, hello, 0.0) if isinstance(a, Transmit) and a.face == 7]
     assert len(answers) == 1 and isinstance(answers[0].packet, Data)
 
@@ -276,7 +277,8 @@ def test_malformed_routing_messages_never_raise() -> None:
 
 def test_requests_beyond_the_per_face_budget_are_dropped_and_counted() -> None:
     r = _router(max_requests_per_s=5)
-    hello = Interest.with_params(ROUTING_PREFIX.append("hello"), msgpack.packb({"n": "/node/b", "d": b"x"}))
+    hello = Interest.with_params(ROUTING_PREFIX.append("hello"), msgpack.packb({"n": "/node/b", "d": b"x",
+                                                                                 "c": b"c" * 16}))
     answered = sum(1 for _ in range(20) for a in r.on_interest(9, hello, 0.5) if isinstance(a, Transmit))
     assert answered == 5
     assert r.counters["messages_rate_limited"] == 15

@@ -73,10 +73,11 @@ def test_routing_json_shows_the_neighbour_and_both_records(pair) -> None:
     def a_knows_b() -> dict | None:
         status = routing(a.socket)
         neighbours = [n for n in status["neighbors"] if n["name"] == "/node/b" and n["state"] == "up"]
-        origins = {r["origin"] for r in status["lsdb"]}
-        return status if neighbours and {"/node/a", "/node/b"} <= origins else None
+        b_lists_a = any(a["name"] == "/node/a" for r in status["lsdb"] if r["origin"] == "/node/b"
+                        for a in r["adjacencies"])
+        return status if neighbours and b_lists_a and any(r["origin"] == "/node/a" for r in status["lsdb"]) else None
 
-    status = until("a sees b up and holds both records", a_knows_b)
+    status = until("a sees b up and holds both records, b's listing a", a_knows_b)
     assert status["name"] == "/node/a" and status["routing"] == "link-state"
     (nb,) = status["neighbors"]
     pb = b.uri("udp").rsplit(":", 1)[1]

@@ -72,14 +72,14 @@ async def test_a_node_the_anchor_did_not_certify_gets_no_routes() -> None:
             b = daemons["b"]
 
             async def b_refused_m() -> bool:
-                return (await _routing(b))["counters"]["records_refused"] > 0
+                return (await _routing(b))["counters"]["hellos_refused"] > 0
 
             await _wait(b_refused_m)
             status = await _routing(b)
             assert "/node/m" not in [r["origin"] for r in status["lsdb"]]
             assert "/node/m" in (status["last_refusal"] or "")
-            # m is b's neighbour all the same (hellos are not link state)
-            assert any(nb["name"] == "/node/m" and nb["state"] == "up" for nb in status["neighbors"])
+            # nor is m b's neighbour: its hellos' proofs are signed by a key the schema refuses (issue #26, R10)
+            assert not any(nb["name"] == "/node/m" and nb["state"] == "up" for nb in status["neighbors"])
             async with daemons["a"].connect() as client:
                 routes = {r["prefix"] for r in await client.command("route", "list")}
                 node_status = await client.status()
@@ -92,7 +92,7 @@ async def test_a_node_the_anchor_did_not_certify_gets_no_routes() -> None:
 
 
 async def test_without_a_schema_a_record_must_be_signed_by_the_node_it_names() -> None:
-    """b names its key /node/x/KEY/..., so its record (of /node/b) is refused by a."""
+    """b names its key /node/x/KEY/..., so its hello proofs (and so its records) are refused by a."""
     with short_tempdir("icnd-rt-") as tmp:
         d = Path(tmp)
         (d / "b.key").write_bytes(Ed25519Key.generate(Name("/node/x")).to_bytes())
@@ -108,7 +108,7 @@ async def test_without_a_schema_a_record_must_be_signed_by_the_node_it_names() -
                 await daemon.until_ready()
 
             async def refused() -> bool:
-                return (await _routing(daemons["a"]))["counters"]["records_refused"] > 0
+                return (await _routing(daemons["a"]))["counters"]["hellos_refused"] > 0
 
             await _wait(refused)
             status = await _routing(daemons["a"])

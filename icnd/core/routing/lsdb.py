@@ -23,7 +23,12 @@ Invariants:
   for a stranger's);
 - ``vector()`` maps every origin to its version; ``digest()`` is a hash of
   the sorted vector, equal on two nodes exactly when they hold the same
-  versions (barring SHA-256 collisions), recomputed only after a change.
+  versions (barring SHA-256 collisions), recomputed only after a change;
+- ``listed_by_others(n)`` counts the records, other than ``n``'s own, whose
+  adjacencies list ``n`` (kept on every put and remove);
+- a record that expired leaves a *tombstone* (its origin and version) for
+  the lifetime it had, at most ``max_nodes`` of them: a replay of that
+  record (or an older one) is recognized and refused (`replayed`).
 """
 
 from __future__ import annotations
@@ -38,11 +43,12 @@ import msgpack
 from icnd.errors import DecodeError
 from icnd.name import Name, generic, version
 
-__all__ = ["Adjacency", "Announcement", "LinkState", "Lsdb", "StoredRecord", "decode_record", "encode_record",
-           "record_name"]
+__all__ = ["Adjacency", "Announcement", "LinkState", "Lsdb", "MAX_VERSION", "StoredRecord", "checked_name",
+           "decode_record", "encode_record", "record_name"]
 
 _LS = (generic("routing"), generic("ls"))
 MAX_NAME_CHARS = 512
+MAX_VERSION = 2**63 - 1  # a record's version; a node's own never reaches it (it grows by one per record)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,13 +86,24 @@ def encode_record(state: LinkState, certs: tuple[bytes, ...] = ()) -> bytes:
     }, use_bin_type=True)
 
 
-def _str(value: Any, what: str) -> str:
-    if type(value) is not str or not value.startswith("/") or len(value) > MAX_NAME_CHARS:
-        raise DecodeError(f"link-state record: bad {what} {value!r:.60}")
+def checked_name(value: Any, what: str) -> str:
+    """`value` if it is a name URI in canonical form (it parses, and prints
+    back the same), not the root, at most ``MAX_NAME_CHARS``; else
+    DecodeError.  Every name a routing message carries passes here once, at
+    decode, so nothing deeper (route computation, FIB updates) can fail on one."""
+    if type(value) is not str or not value.startswith("/") or len(value) > MAX_NAME_CHARS or value == "/":
+        raise DecodeError(f"link-state: bad {what} {value!r:.60}")
+    try:
+        canonical = Name(value).to_uri()
+    except ValueError as exc:
+        raise DecodeError(f"link-state: bad {what} {value!r:.60}: {exc}") from None
+    if canonical != value:
+        raise DecodeError(f"link-state: bad {what} {value!r:.60}: not in canonical form ({canonical!r:.60})")
     return value
 
 
-def _int(value: Any, what: str, low: int = 0, high: int = 2**63 - 1) -> int:
+
+def _int(value: Any, what: str, low: int = 0, high: int = MAX_VERSION) -> int:
     if type(value) is not int or not low <= value <= high:
         raise DecodeError(f"link-state record: bad {what} {value!r:.60}")
     return value
@@ -110,7 +127,7 @@ def decode_record(data_name: Name, content: bytes | memoryview, *, max_adjacenci
         raise DecodeError(f"link-state record {data_name}: not msgpack: {exc}") from None
     if type(obj) is not dict:
         raise DecodeError(f"link-state record {data_name}: not a map")
-    origin = _str(obj.get("o"), "origin")
+    origin = checked_name(obj.get("o"), "origin")
     ver = _int(obj.get("v"), "version")
     lifetime = obj.get("t")
     if not isinstance(lifetime, (int, float)) or isinstance(lifetime, bool) or not 1 <= lifetime <= 7 * 86400:
@@ -122,22 +139,19 @@ def decode_record(data_name: Name, content: bytes | memoryview, *, max_adjacenci
         raise DecodeError(f"link-state record of {origin}: {len(adj)} adjacencies, more than {max_adjacencies}")
     if len(pfx) > max_prefixes:
         raise DecodeError(f"link-state record of {origin}: {len(pfx)} prefixes, more than {max_prefixes}")
-    try:
-        expected = record_name(Name(origin), ver)
-    except ValueError as exc:
-        raise DecodeError(f"link-state record {data_name}: bad origin {origin!r:.60}: {exc}") from None
+    expected = record_name(Name(origin), ver)
     if expected != data_name:
         raise DecodeError(f"link-state record {data_name}: content names {expected}")
     adjacencies = []
     for item in adj:
         if type(item) is not list or len(item) != 2:
             raise DecodeError(f"link-state record of {origin}: bad adjacency {item!r:.60}")
-        adjacencies.append(Adjacency(_str(item[0], "neighbour"), _int(item[1], "cost", 1, 2**31)))
+        adjacencies.append(Adjacency(checked_name(item[0], "neighbour"), _int(item[1], "cost", 1, 2**31)))
     prefixes = []
     for item in pfx:
         if type(item) is not list or len(item) != 3:
             raise DecodeError(f"link-state record of {origin}: bad prefix {item!r:.60}")
-        prefixes.append(Announcement(_str(item[0], "prefix"), _opt(item[1], "capacity"), _opt(item[2], "load")))
+        prefixes.append(Announcement(checked_name(item[0], "prefix"), _opt(item[1], "capacity"), _opt(item[2], "load")))
     if any(type(c) is not bytes for c in certs) or len(certs) > 8:
         raise DecodeError(f"link-state record of {origin}: bad certificates")
     state = LinkState(origin, ver, float(lifetime), tuple(adjacencies), tuple(prefixes))
@@ -152,6 +166,7 @@ class StoredRecord:
     expires_at: float
     key: tuple[bytes, ...] = ()  # the origin's name components (the record name less routing/ls/v=)
     neighbors: dict[str, int] = field(default_factory=dict)  # adjacencies, as route computation reads them
+    signer: bytes = b""  # who signed it, as the shell's validator names the key (pinned per origin)
 
 
 class Lsdb:
@@ -164,6 +179,8 @@ class Lsdb:
         self._records: dict[str, StoredRecord] = {}
         self._by_key: dict[tuple[bytes, ...], StoredRecord] = {}
         self._digest: bytes | None = None
+        self._listed: dict[str, int] = {}  # node -> records of other origins listing it
+        self._tombstones: dict[str, tuple[int, float]] = {}  # origin -> (expired version, kept until)
 
     def __len__(self) -> int:
         return len(self._records)
@@ -201,10 +218,16 @@ class Lsdb:
         if old is not None:
             self.bytes_used -= len(old.wire)
             self._by_key.pop(old.key, None)
+            self._unlist(old)
         if not record.key:
             record.key = Name(origin).comps
         if not record.neighbors:
             record.neighbors = {a.name: a.cost for a in record.state.adjacencies}
+        listed = self._listed
+        for name in record.neighbors:
+            if name != origin:
+                listed[name] = listed.get(name, 0) + 1
+        self._tombstones.pop(origin, None)
         self._records[origin] = record
         self._by_key[record.key] = record
         self.bytes_used += len(record.wire)
@@ -215,12 +238,48 @@ class Lsdb:
         if old is None:
             return False
         self._by_key.pop(old.key, None)
+        self._unlist(old)
         self.bytes_used -= len(old.wire)
         self._digest = None
         return True
 
+    def _unlist(self, record: StoredRecord) -> None:
+        listed = self._listed
+        for name in record.neighbors:
+            if name != record.state.origin:
+                left = listed.get(name, 0) - 1
+                if left > 0:
+                    listed[name] = left
+                else:
+                    listed.pop(name, None)
+
+    def listed_by_others(self, name: str) -> int:
+        return self._listed.get(name, 0)
+
     def expired(self, now: float) -> list[str]:
         return [origin for origin, r in self._records.items() if r.expires_at <= now]
+
+    def expire(self, origin: str, now: float) -> None:
+        """Drop an expired record, leaving its tombstone."""
+        record = self._records.get(origin)
+        if record is None:
+            return
+        self.remove(origin)
+        tombs = self._tombstones
+        tombs[origin] = (record.state.version, now + max(0.0, record.expires_at - record.received_at))
+        if len(tombs) > self.max_nodes:
+            for gone in [o for o, (_, until) in tombs.items() if until <= now] or [next(iter(tombs))]:
+                del tombs[gone]
+
+    def replayed(self, origin: str, ver: int, now: float) -> bool:
+        """Whether a record of `origin` at version `ver` is one that expired here (or older)."""
+        tomb = self._tombstones.get(origin)
+        if tomb is None:
+            return False
+        if tomb[1] <= now:
+            del self._tombstones[origin]
+            return False
+        return ver <= tomb[0]
 
     def vector(self) -> dict[str, int]:
         return {origin: r.state.version for origin, r in self._records.items()}
