@@ -51,8 +51,8 @@ def test_template_escapes_names_from_the_network() -> None:
         routes=[{"prefix": evil, "origin": "static", "cost": 0, "nexthops": [{"face": 2, "uri": evil, "cost": 0,
                                                                               "origin": "static"}]}],
         routes_total=1, routing={"neighbors": [{"name": evil, "uri": evil, "face": 2, "state": "up", "link": "up",
-                                                "cost": 1, "last_hello_s": 0.5}], "lsdb": []},
-        functions=[{"prefix": evil, "target": evil, "calls": 3, "capacity": 4, "load": 0}],
+                                                "cost": 1, "last_hello_s": 0.5}], "neighbors_total": 1, "nodes": 1},
+        functions=[{"prefix": evil, "host": evil, "calls": 3, "capacity": 4, "load": 0}], functions_total=1,
         reductions=[{"name": evil, "children": 1, "pending": 1}], reductions_total=1,
         groups=[{"group": evil, "version": 1, "members": [evil]}], groups_total=1,
         plot="", refresh_s=5, generated="now", max_rows=200)

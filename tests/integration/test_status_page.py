@@ -10,14 +10,20 @@ connection cost the node nothing.
 from __future__ import annotations
 
 import json
+import re
 import socket
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 from prometheus_client.parser import text_string_to_metric_families
 
-from icnd.testing.processes import run_cli
+import icnd
+from icnd.client import connect
+from icnd.errors import CommandError
+from icnd.testing.processes import Daemon, run_cli
+from icnd.trust.cert import self_signed
 from tests.integration.status_net import free_tcp_port, http, two_nodes
 
 
@@ -158,3 +164,49 @@ def test_http_port_in_use_is_a_startup_error(tmp_path: Path) -> None:
     assert r.returncode == 2
     line = r.stderr.decode().strip()
     assert f"--http 127.0.0.1:{port}" in line and "in use" in line and "Traceback" not in line
+
+
+def _function_rows(html: str) -> dict[str, tuple[str, int]]:
+    """The page's hosted functions: prefix -> (hosted by, calls)."""
+    rows = re.findall(r'<tr class="function"><td class="mono function-prefix">([^<]*)</td><td class="mono">([^<]*)'
+                      r'</td>\s*<td class="n function-calls">([\d,]+)</td>', html)
+    return {prefix: (host, int(calls.replace(",", ""))) for prefix, host, calls in rows}
+
+
+async def test_page_lists_functions_hosted_by_applications(tmp_path: Path) -> None:
+    """Issue #27, item 8: a function hosted with `Client.host` is listed under "Hosted functions",
+    with its calls, beside the --function ones; not once its application stops serving it."""
+    a = Daemon(tmp_path, "--name", "/node/a", "--listen", "udp://127.0.0.1:0", "--http", "127.0.0.1:0",
+               "--function", "tests.integration.hosted:echo=/fn/echo", name="a")
+    try:
+        await a.until_ready()
+        url = (await a.get_status())["http"]
+        key = icnd.security.Ed25519Key.generate(icnd.Name("/fn/double/host"))
+        async with connect(a.socket, key=key, cert=self_signed(key)) as host_client, \
+                host_client.host({"/fn/double": lambda x: 2 * x}, workers=2):
+            async with connect(a.socket) as caller:
+                for x in range(3):
+                    assert await caller.call("/fn/double", x) == 2 * x
+            with trio.fail_after(10):  # the host reports its calls at most every LOAD_REPORT_INTERVAL
+                while _function_rows((await http(url)).text).get("/fn/double", ("", 0))[1] < 3:
+                    await trio.sleep(0.1)
+            html = (await http(url)).text
+            rows = _function_rows(html)
+            assert rows["/fn/double"][1] == 3 and rows["/fn/double"][0].startswith("application on face ")
+            assert rows["/fn/echo"] == ("--function tests.integration.hosted:echo", 0)
+            assert "Hosted functions (2)" in html
+
+            # a report for a prefix this application does not serve, or out of range, is refused and counted
+            refused = (await a.get_status())["counters"]["fn_reports_refused"]
+            with pytest.raises(CommandError) as err:
+                await host_client.command("function", "report", prefix="/fn/echo", calls=1, capacity=1, load=0)
+            assert err.value.status == 404
+            with pytest.raises(CommandError) as err:
+                await host_client.command("function", "report", prefix="/fn/double", calls=-1, capacity=1, load=0)
+            assert err.value.status == 400
+            assert (await a.get_status())["counters"]["fn_reports_refused"] == refused + 2
+        with trio.fail_after(10):  # the application left: its route went, and its row with it
+            while "/fn/double" in _function_rows((await http(url)).text):
+                await trio.sleep(0.1)
+    finally:
+        a.stop()

@@ -1,13 +1,24 @@
-"""What the status page shows, and how: a snapshot of the node, rendered with jinja2.
+"""What the status page shows, and how: a bounded snapshot of the node, rendered with jinja2.
 
 One source of truth: every figure comes from what management answers with --
 the node's `status()` (``status/get``, ``icnd status --json``), the face
 manager's `FaceManager.info` (``face/list``), the route manager's
-`RouteManager.table` (``route/list``), the routing shell's ``status()``
-(``routing/status``) and the reduction service's group table (``group/list``)
--- so the page never disagrees with the CLI.  Lists are cut to `MAX_ROWS`
-rows (the page says how many more there are), which bounds the cost of a
-request whatever the node holds.
+`RouteManager.row` (``route/list``), the routing shell's neighbours
+(``routing/status``), the reduction service's group table (``group/list``)
+and the functions local applications report hosting (``function/report``)
+-- so the page never disagrees with the CLI.
+
+Bounded (issue #26, H1): `snapshot` runs on the node's loop, so it reads
+each table through at most `MAX_ROWS` of its entries, in the table's own
+order (the first faces, routes, ... the node has), shown sorted; it never
+sorts, copies or walks the faces, the routes, the neighbours or the
+reductions in flight, and their totals come from the sizes the tables keep
+(only tables with a fixed bound of their own are read whole: the groups,
+at most ``MAX_GROUPS``, and the functions applications report, at most
+``MAX_REPORTED``).  Its work is therefore the same with 50,000 routes as
+with 500.  The page says how many rows it left out (the CLI lists them all).
+`render_page` turns the snapshot, plain values only, into HTML in a worker
+thread (`icnd.daemon.http.server`), off the forwarding loop.
 
 The template (``templates/status.html``, package data) is autoescaped: face
 URIs, prefixes, function and group names come from the network or from
@@ -18,19 +29,24 @@ numbers alone.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterable, Sequence
 from functools import cache
-from itertools import islice
+from itertools import groupby, islice
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import trio
 from jinja2 import Environment, PackageLoader, Template
 from markupsafe import Markup
 
+from icnd.core.tables.rib import Route
 from icnd.daemon.mgmt.faces import FaceManager
 from icnd.daemon.mgmt.routes import RouteManager
 
 if TYPE_CHECKING:
+    from icnd.core.routing.router import Router
     from icnd.daemon.node import Node
 
 MAX_ROWS = 200  # rows per table on the page
@@ -43,6 +59,8 @@ PLOT_MARGIN = 40  # left, for the scale
 # (counter, legend, colour, dash pattern): dashed on top, so equal rates (a pure consumer) show both
 SERIES = (("interests_in", "Interests received/s", "#2563eb", ""), ("data_out", "Data sent/s", "#ea580c", "5 3"))
 
+_route_key = attrgetter("prefix.comps")
+
 
 class Sample(NamedTuple):
     """The node's traffic counters at one moment (`time.monotonic` seconds)."""
@@ -52,46 +70,82 @@ class Sample(NamedTuple):
     data_out: int
 
 
-def status_json(node: Node) -> str:
-    """Exactly what ``icnd status --json`` prints (``status/get``)."""
-    return json.dumps(node.status(), indent=2, sort_keys=True)
+def status_json(status: dict[str, Any]) -> str:
+    """Exactly what ``icnd status --json`` prints, from the node's `status()` (``status/get``)."""
+    return json.dumps(status, indent=2, sort_keys=True)
 
 
 def snapshot(node: Node) -> dict[str, Any]:
-    """Everything the page shows, from the same functions management answers with."""
-    status = node.status()
+    """Everything the page shows, as plain values: bounded work on the node's loop (module docstring)."""
+    rib = node.fw.rib
+    routes = RouteManager(rib, node.faces)
+    # the RIB iterates its routes prefix by prefix: the first MAX_ROWS prefixes, each with its routes
+    prefixes = [sorted(same, key=Route.sort_key) for _, same in islice(groupby(rib, key=_route_key), MAX_ROWS)]
+    prefixes.sort(key=lambda same: same[0].prefix)
     face_info = FaceManager(node.faces).info
-    routes = RouteManager(node.fw.rib, node.faces).table()
-    routing = node.routing.status() if node.routing is not None else None
-    host = node.function_host
-    functions = []
-    if host is not None:
-        load = host.load()
-        for f in host.functions:
-            capacity, running = load.get(f.prefix, (0, 0))
-            functions.append({"prefix": f.prefix.to_uri(), "target": f.target or "", "calls": host.calls.get(f.prefix, 0),
-                              "capacity": capacity, "load": running})
+    functions, functions_total = function_rows(node, MAX_ROWS)
     reductions = [{"name": entry.name.to_uri(), "children": len(entry.children), "pending": len(entry.pending())}
                   for entry in islice(node.aggregator.entries.values(), MAX_ROWS)]
-    groups = [desc.info() for desc in islice(node.reduction.groups.groups(), MAX_ROWS)]
-    return {
-        "status": status,
-        "faces": [face_info(face) for face in islice(node.faces, MAX_ROWS)],
+    view: dict[str, Any] = {
+        "status": node.status(),
+        # the face table's dict holds faces in id order (ids only grow); iterating the table would sort it all
+        "faces": [face_info(face) for face in islice(node.faces.faces.values(), MAX_ROWS)],
         "faces_total": len(node.faces),
-        "routes": routes[:MAX_ROWS],
-        "routes_total": len(routes),
-        "routing": routing,
-        "functions": functions[:MAX_ROWS],
+        "routes": [routes.row(same) for same in prefixes],
+        "routes_total": len(node.fw.fib),  # one FIB entry per routed prefix: the RIB alone writes the FIB
+        "routing": routing_view(node.routing.router if node.routing is not None else None),
+        "functions": functions,
+        "functions_total": functions_total,
         "reductions": reductions,
         "reductions_total": len(node.aggregator.entries),
-        "groups": groups,
+        "groups": [desc.info() for desc in islice(node.reduction.groups.groups(), MAX_ROWS)],
         "groups_total": len(node.reduction.groups),
     }
+    view["truncated"] = any(len(view[table]) < view[f"{table}_total"]
+                            for table in ("faces", "routes", "functions", "reductions", "groups"))
+    return view
 
 
-def render_page(node: Node, samples: Sequence[Sample]) -> str:
-    """The HTML status page."""
-    view = snapshot(node)
+def routing_view(router: Router | None) -> dict[str, Any] | None:
+    """The neighbours (at most `MAX_ROWS`, by face) and how many nodes link-state routing knows."""
+    if router is None:
+        return None
+    return {"neighbors": neighbor_rows(router, MAX_ROWS), "neighbors_total": len(router.neighbors),
+            "nodes": len(router.lsdb)}
+
+
+def neighbor_rows(router: Router, limit: int) -> list[dict[str, Any]]:
+    """The first `limit` neighbours, by face, as ``routing/status`` lists them (the page, ``/metrics``)."""
+    now = trio.current_time()
+    return [{
+        "name": nb.name, "uri": nb.uri, "face": nb.face, "state": "up" if nb.up else "down", "cost": nb.cost,
+        "link": "up" if nb.link_up else "down",
+        "last_hello_s": None if math.isinf(nb.heard_at) else round(now - nb.heard_at, 3),
+    } for nb in sorted(islice(router.neighbors.values(), limit), key=attrgetter("face"))]
+
+
+def function_rows(node: Node, limit: int) -> tuple[list[dict[str, Any]], int]:
+    """The first `limit` hosted functions, and how many there are: the node's own
+    (``--function``), then those local applications report hosting (``Client.host``,
+    `icnd.daemon.mgmt.functions`) in the order they first reported."""
+    host = node.function_host
+    own = host.functions if host is not None else []
+    reported = list(islice(node.function_reports, max(0, limit - len(own))))
+    rows = []
+    if host is not None:
+        load = host.load()
+        for f in own[:limit]:
+            capacity, running = load.get(f.prefix, (0, 0))
+            rows.append({"prefix": f.prefix.to_uri(), "host": f"--function {f.target or ''}".rstrip(),
+                         "calls": host.calls.get(f.prefix, 0), "capacity": capacity, "load": running})
+    for report in reported:
+        rows.append({"prefix": report.prefix.to_uri(), "host": f"application on face {report.face}",
+                     "calls": report.calls, "capacity": report.capacity, "load": report.load})
+    return rows, len(own) + node.function_reports.live()
+
+
+def render_page(view: dict[str, Any], samples: Sequence[Sample]) -> str:
+    """The HTML status page of `view` (a `snapshot`): formatting alone, safe in a worker thread."""
     return _template().render(**view, plot=Markup(traffic_svg(samples)), refresh_s=REFRESH_S,
                               generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"), max_rows=MAX_ROWS)
 

@@ -11,8 +11,18 @@ Why it cannot hurt forwarding:
   its buffer for seconds, never the loop (hypercorn writes with trio's
   flow control: a client that does not read blocks only its own task).
   Request bodies are never read (GET and HEAD only; anything else is
-  405).  Every page is built from a snapshot with at most `page.MAX_ROWS`
-  rows per table, so its cost is bounded whatever the node holds.
+  405).
+- **Off the forwarding loop.** A page is made in two steps: a snapshot
+  taken on the loop, bounded whatever the node holds (`page.snapshot`: at
+  most `page.MAX_ROWS` rows per table, never a walk of the routes or the
+  faces; `metrics.NodeCollector.read`: at most `metrics.MAX_FACE_SERIES`
+  faces read one by one, the counters of the rest summed without a row
+  each), then its formatting (jinja2, the Prometheus text, JSON) in a
+  worker thread.  One page is made at a time (`_render_slot`),
+  so concurrent clients hold one snapshot and one thread, not one each; a
+  request that waits more than `RENDER_WAIT` s for its turn is answered 503
+  (counted in ``http_refused``).  A response that left rows out or summed
+  faces is counted in ``http_truncated``.
 - **Read-only.** No handler changes the node; the page has no forms and
   the responses forbid scripts, frames and outside resources
   (Content-Security-Policy), since names on it come from the network.
@@ -44,10 +54,10 @@ from hypercorn.typing import (
     HTTPResponseStartEvent,
     Scope,
 )
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
-from icnd.daemon.http.metrics import metrics_registry
-from icnd.daemon.http.page import Sample, render_page, status_json
+from icnd.daemon.http.metrics import NodeCollector, exposition
+from icnd.daemon.http.page import Sample, render_page, snapshot, status_json
 
 if TYPE_CHECKING:
     from icnd.daemon.node import Node
@@ -64,7 +74,9 @@ GRACEFUL_TIMEOUT = 1.0  # s connections get to finish at shutdown
 BACKLOG = 32
 SAMPLE_INTERVAL = 2.0  # s between samples of the traffic counters (the plot)
 SAMPLES = 180  # samples kept: the plot covers the last SAMPLES * SAMPLE_INTERVAL s (6 minutes)
+RENDER_WAIT = 10.0  # s a request may wait for its turn (the pages asked for before it); then 503
 ALLOWED = b"GET, HEAD"
+PATHS = ("/", "/status.json", "/metrics")
 
 _SECURITY_HEADERS: list[tuple[bytes, bytes]] = [
     (b"cache-control", b"no-store"),
@@ -86,9 +98,11 @@ class StatusServer:
         self.port = port
         self.samples: deque[Sample] = deque(maxlen=SAMPLES)
         # in the node's status counters: requests answered; refused (a method other than GET or
-        # HEAD, 405, or an unknown path, 404); failed (a bug while building a page, 500)
-        self.counters = {"http_requests": 0, "http_refused": 0, "http_errors": 0}
-        self._registry = metrics_registry(node)
+        # HEAD, 405, an unknown path, 404, or too many pages waiting, 503); failed (a bug while
+        # building a page, 500); truncated (a page that left rows out, metrics that summed faces)
+        self.counters = {"http_requests": 0, "http_refused": 0, "http_errors": 0, "http_truncated": 0}
+        self._collector = NodeCollector(node)
+        self._render_slot = trio.Lock()  # one page made at a time (module docstring)
         self._socket: socket.socket | None = None
         self._stopped = trio.Event()
 
@@ -175,24 +189,47 @@ class StatusServer:
                            f"{method} not allowed: this server is read-only (GET, HEAD)\n".encode(),
                            extra=[(b"allow", ALLOWED)])
             return
+        path = scope["path"]
+        if path not in PATHS:
+            self.counters["http_refused"] += 1
+            await _respond(send, 404, b"text/plain; charset=utf-8", b"not found: try /, /status.json or /metrics\n")
+            return
         try:
-            status, content_type, body = self._page(scope["path"])
+            with trio.fail_after(RENDER_WAIT):
+                await self._render_slot.acquire()
+        except trio.TooSlowError:
+            self.counters["http_refused"] += 1
+            await _respond(send, 503, b"text/plain; charset=utf-8",
+                           b"busy: other requests for this status page are being answered; try again\n",
+                           extra=[(b"retry-after", b"1")])
+            return
+        try:
+            status, content_type, body = await self._page(path)
         except Exception as exc:  # a bug must not take the node down; the log says which
-            log.exception("status page %s failed", scope["path"])
+            log.exception("status page %s failed", path)
             self.counters["http_errors"] += 1
             status, content_type, body = 500, b"text/plain; charset=utf-8", \
                 f"internal error: {exc.__class__.__name__}\n".encode()
+        finally:
+            self._render_slot.release()
         await _respond(send, status, content_type, body, head=method == "HEAD")
 
-    def _page(self, path: str) -> tuple[int, bytes, bytes]:
+    async def _page(self, path: str) -> tuple[int, bytes, bytes]:
+        """A snapshot on the loop, its formatting in a worker thread (module docstring)."""
+        node = self.node
         if path == "/":
-            return 200, b"text/html; charset=utf-8", render_page(self.node, self.samples).encode()
-        if path == "/status.json":
-            return 200, b"application/json", status_json(self.node).encode()
+            view, samples = snapshot(node), tuple(self.samples)
+            if view["truncated"]:
+                self.counters["http_truncated"] += 1
+            html = await trio.to_thread.run_sync(render_page, view, samples)
+            return 200, b"text/html; charset=utf-8", html.encode()
         if path == "/metrics":
-            return 200, CONTENT_TYPE_LATEST.encode(), generate_latest(self._registry)
-        self.counters["http_refused"] += 1
-        return 404, b"text/plain; charset=utf-8", b"not found: try /, /status.json or /metrics\n"
+            figures = self._collector.read()
+            if figures["other_faces"] is not None:
+                self.counters["http_truncated"] += 1
+            return 200, CONTENT_TYPE_LATEST.encode(), await trio.to_thread.run_sync(exposition, figures)
+        text = await trio.to_thread.run_sync(status_json, node.status())
+        return 200, b"application/json", text.encode()
 
 
 async def _respond(send: ASGISendCallable, status: int, content_type: bytes, body: bytes, *, head: bool = False,

@@ -25,7 +25,10 @@ Each manager is handed only what it manages and offers its commands
   contributions (`icnd.reduction.service.ReductionService`);
 - `routing.RoutingManager` (``routing/*``): announcements and the routing
   state, through the routing shell's `routing.RoutingControl` (all 409
-  when the node runs without routing).
+  when the node runs without routing);
+- `functions.FunctionReports` (``function/report``): the functions local
+  applications host (`Client.host`), as their hosts report them, for the
+  status page.
 
 Adding a command: a handler in the manager of its concern (or a new manager
 given its tables, added to the dispatcher in ``Node.bind``), and a line in

@@ -10,10 +10,11 @@ added by hand.  ``route remove`` without an origin removes the route's
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from icnd.core.tables.fib import TableFull
-from icnd.core.tables.rib import ORIGIN_APP, ORIGIN_ROUTING, ORIGIN_STATIC, ORIGINS, Rib
+from icnd.core.tables.rib import ORIGIN_APP, ORIGIN_ROUTING, ORIGIN_STATIC, ORIGINS, Rib, Route
 from icnd.daemon.faces import FaceTable
 from icnd.daemon.mgmt.args import arg, name_arg
 from icnd.daemon.mgmt.dispatcher import Commands
@@ -43,21 +44,21 @@ class RouteManager:
         return self.table()
 
     def table(self) -> RouteTable:
-        """One entry per prefix: its cheapest route's origin and cost, and
-        every route of the prefix (``nexthops``), cheapest first.  Also what
-        the status page shows (`icnd.daemon.http`)."""
+        """One entry per prefix (`row`), in name order."""
+        return [self.row(self.rib.routes(prefix)) for prefix in self.rib.prefixes()]
+
+    def row(self, routes: Sequence[Route]) -> dict[str, Any]:
+        """The entry of one prefix from its routes (`Rib.routes`, cheapest
+        first): its cheapest route's origin and cost, and every route
+        (``nexthops``).  Also what the status page shows of it (`icnd.daemon.http`)."""
         faces = self.faces
-        out = []
-        for prefix in self.rib.prefixes():
-            routes = self.rib.routes(prefix)
-            nexthops = []
-            for route in routes:
-                hop = faces.get(route.face)
-                nexthops.append({"face": route.face, "uri": hop.remote_uri if hop is not None else "internal://",
-                                 "cost": route.cost, "origin": route.origin})
-            out.append({"prefix": prefix.to_uri(), "origin": routes[0].origin, "cost": routes[0].cost,
-                        "nexthops": nexthops})
-        return out
+        nexthops = []
+        for route in routes:
+            hop = faces.get(route.face)
+            nexthops.append({"face": route.face, "uri": hop.remote_uri if hop is not None else "internal://",
+                             "cost": route.cost, "origin": route.origin})
+        return {"prefix": routes[0].prefix.to_uri(), "origin": routes[0].origin, "cost": routes[0].cost,
+                "nexthops": nexthops}
 
     async def add(self, face: Face, args: dict[str, Any]) -> Any:
         prefix = name_arg(arg(args, "prefix", str))
