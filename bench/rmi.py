@@ -29,8 +29,9 @@ argument and result encoding ``icnd.compute.values.encode_value``):
 
 - ``latency-p50-schema`` and ``throughput-64-schema``: the ``latency-p50``
   and ``throughput-64`` cases again on a second pair of daemons where the
-  host node applies a trust schema (``--trust``; its key certified by the
-  bench's anchor) and the caller connects with a certified key and the same
+  host node applies a trust schema (``--trust``; both nodes' keys certified
+  by the bench's anchor; a rule for the nodes' link-state routing Data,
+  which the host checks too) and the caller connects with a certified key and the same
   schema (``connect(key=, cert=, trust=)``): the host checks every caller's
   certificate chain (cached after the first call), the caller every answer
   that is not session-MACed.  Their ratios are against the same icnd case
@@ -438,8 +439,10 @@ async def icnd_side(opts: Any) -> Side:
 
 
 def make_trust(workdir: str) -> dict[str, str]:
-    """An anchor, the host node's and a caller's keys certified by it, and a
-    schema: the host's answers must chain to the anchor, and so must callers."""
+    """An anchor, both nodes' and a caller's keys certified by it, and a
+    schema: the host's answers must chain to the anchor, and so must callers
+    and the nodes' routing Data (records, hello proofs: without a rule for
+    those the host refuses the client node and has no route back to it)."""
     from icnd.name import Name
     from icnd.security import Ed25519Key
     from icnd.trust import issue, save_certificate, self_signed
@@ -447,7 +450,7 @@ def make_trust(workdir: str) -> dict[str, str]:
     anchor = Ed25519Key.generate(Name("/bench"))
     files = {"anchor": os.path.join(workdir, "anchor.cert"), "schema": os.path.join(workdir, "schema.toml")}
     save_certificate(self_signed(anchor), files["anchor"])
-    for who, identity in (("host", "/node/host"), ("alice", "/bench/alice")):
+    for who, identity in (("host", "/node/host"), ("client", "/node/client"), ("alice", "/bench/alice")):
         # a node's key under its routable /node/<name>: callers fetch its certificate there
         key = Ed25519Key.generate(Name(identity))
         files[f"{who}.key"] = os.path.join(workdir, f"{who}.key")
@@ -458,6 +461,7 @@ def make_trust(workdir: str) -> dict[str, str]:
     with open(files["schema"], "w", encoding="utf-8") as f:
         f.write('anchors = ["anchor.cert"]\n'
                 '[[rule]]\nname = "answers"\ndata = "/fn/<**>"\nsigner = "/node/host/KEY/<*>"\n'
+                '[[rule]]\nname = "node-routing"\ndata = "/node/<n>/routing/<**>"\nsigner = "/node/<n>/KEY/<*>"\n'
                 '[[rule]]\nname = "node-certs"\ndata = "/node/<n>/KEY/<**>"\nsigner = "/bench/KEY/<*>"\n'
                 '[[rule]]\nname = "user-certs"\ndata = "/bench/<who>/KEY/<**>"\nsigner = "/bench/KEY/<*>"\n')
     return files
@@ -475,8 +479,9 @@ async def icnd_schema_side(opts: Any) -> Side:
     try:
         t = make_trust(workdir)
         spec = parse({
-            "nodes": {"client": {}, "host": {"functions": [f"{TARGET}={FN}"], "key": t["host.key"],
-                                             "cert": t["host.cert"], "trust": t["schema"]}},
+            "nodes": {"client": {"key": t["client.key"], "cert": t["client.cert"]},
+                      "host": {"functions": [f"{TARGET}={FN}"], "key": t["host.key"], "cert": t["host.cert"],
+                               "trust": t["schema"]}},
             "links": [{"ends": ["client", "host"], "transport": "udp"}],
         }, source="bench/rmi.py client-host, trust schema")
         C.log("icnd under a trust schema: launching client -- host again...", opts.quiet)

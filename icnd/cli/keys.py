@@ -82,10 +82,7 @@ def _load_cert(path: str) -> Certificate:
     buf = _read(path, MAX_CERT_FILE)
     try:
         return certificate_from_bytes(buf, path)
-    except CertificateError as exc:
-        if _is_key(buf):
-            raise CliError(f"{path} is a key file, not a certificate (make one with icnd cert self or issue)",
-                           2) from None
+    except CertificateError as exc:  # a key file is named as such (certificate_from_bytes)
         raise CliError(str(exc), 2) from None
 
 
@@ -93,14 +90,6 @@ def _is_cert(buf: bytes) -> bool:
     try:
         certificate_from_bytes(buf)
     except CertificateError:
-        return False
-    return True
-
-
-def _is_key(buf: bytes) -> bool:
-    try:
-        Ed25519Key.from_bytes(buf)
-    except ValueError:
         return False
     return True
 

@@ -231,7 +231,12 @@ def certificate_from_bytes(buf: bytes, source: str = "certificate") -> Certifica
     try:
         packet = decode(buf)
     except DecodeError as exc:
-        raise CertificateError(f"{source}: not a certificate file ({exc})") from None
+        try:
+            Ed25519Key.from_bytes(buf)
+        except ValueError:
+            raise CertificateError(f"{source}: not a certificate file ({exc})") from None
+        raise CertificateError(f"{source} is a key file, not a certificate (make one with icnd cert self or "
+                               "issue)") from None
     if type(packet) is not Data:
         raise CertificateError(f"{source}: not a certificate file (holds an Interest or Nack)")
     try:

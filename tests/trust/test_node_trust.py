@@ -46,11 +46,11 @@ signer = "/net/KEY/<*>"
 [[rule]]
 name = "groups"
 data = "/group/<**>"
-signer = "/node/<n>/KEY/<*>"
+signer = "/node/<*>/KEY/<*>"
 [[rule]]
 name = "contributions"
-data = "/node/<n>/member/<**>"
-signer = "/net/<user>/KEY/<*>"
+data = "/node/<*>/member/<**>"
+signer = "/net/<*>/KEY/<*>"
 """
 
 ALLOW = "/net/<user>/KEY/<*>"
@@ -338,7 +338,7 @@ def test_the_certificate_table_serves_by_key_name_and_keeps_pinned_certificates(
     from icnd.daemon.certs import CertificateTable
 
     routes: list[Name] = []
-    table = CertificateTable(routes.append)
+    table = CertificateTable(routes.append, routes.remove, keep=lambda data: None)
     anchor_key = Ed25519Key.generate(Name("/net"))
     node = Ed25519Key.generate(Name("/net/n"))
     own = issue(anchor_key, node, now=NOW - 60)

@@ -41,7 +41,7 @@ signer = "/net/KEY/<*>"
 [[rule]]
 name = "answers"
 data = "/fn/<**>"
-signer = "/net/<host>/KEY/<*>"
+signer = "/net/<*>/KEY/<*>"
 [[rule]]
 name = "node-link-state"
 data = "/node/<n>/<**>"
