@@ -5,6 +5,24 @@ with the package: the vocabulary every part of icnd speaks), and the client,
 `function`, `Reduced`, the blocking `sync` façade and the asyncio `aio` one, loaded on first use
 (PEP 562), so that ``import icnd`` -- and with it every ``import icnd.core...``
 -- stays cheap: no trio, no numpy, no client until an application asks.
+
+The API reference (``make docs``), module by module:
+
+- `icnd.client` -- start here: `icnd.client.connect` and the `icnd.client.Client`
+  it returns (fetch, publish, serve, call and host functions, objects,
+  reductions, routing, status).
+- `icnd.sync` -- the same client for blocking code (scripts, notebooks).
+- `icnd.aio` -- the same client for asyncio programs.
+- `icnd.compute.registry` -- `function`: named functions a node hosts.
+- `icnd.reduction.consumer` -- groups, contributions and reductions
+  (`Reduced`), as the client's `allreduce`, `contribute` and `reduce` use them.
+- `icnd.trust` -- certificates, trust anchors and trust schemas.
+- `icnd.security` -- signing keys and Data signatures.
+- `icnd.topology` -- networks described in TOML: routes, launch, simulation.
+- `icnd.name` -- names and their components.
+- `icnd.packet` -- Interest, Data and Nack.
+- `icnd.codec` -- the wire codec (`encode`, `decode`).
+- `icnd.errors` -- the error hierarchy every part of icnd raises.
 """
 
 from __future__ import annotations

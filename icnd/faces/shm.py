@@ -12,6 +12,17 @@ seals are what make a view safe to hold (an unsealed file could be rewritten
 under a contribution already counted, or truncated so that reading it
 faults), so a descriptor without them is refused.
 
+Check first, then map (issue 26, S1): everything the node can judge
+without the file's payload -- kind, size, seals, and the layout the command
+declares (`map_sealed`'s ``check``: each segment's header, read with
+``pread``, at most 8 KiB per segment) -- is checked before the file is
+mapped, so a refused hand-over costs the node a few small reads, never the
+file's size in memory or time.  A file that
+passes is mapped with ``MAP_POPULATE`` (its pages mapped in one call) only
+if every byte of it is written: a hole in a sparse file would be allocated
+and zeroed by the node in that one call, on the event loop, so such a file
+is mapped lazily and its pages cost only as they are read.
+
 Lifetime: the node closes the descriptor it received as soon as it is
 mapped (or refused); the mapping lives while anything still references a
 view of it (the contribution store's Data, a Data in flight) and is unmapped
@@ -113,12 +124,34 @@ def map_file(fd: int, size: int) -> memoryview:
         os.close(fd)
 
 
-def map_sealed(fd: int, size: int, *, max_bytes: int) -> memoryview:
+Reader = Callable[[int, int], bytes]
+"""``read(offset, n)``: exactly `n` bytes of a memory file from `offset`
+(``os.pread``, nothing mapped); `ShmError` for bytes outside the file."""
+
+
+def _reader(fd: int, size: int) -> Reader:
+    def read(offset: int, n: int) -> bytes:
+        if not (0 <= offset and 0 <= n and offset + n <= size):
+            raise ShmError(f"bytes {offset}..{offset + n} are outside the {size}-byte memory file")
+        try:
+            got = os.pread(fd, n, offset)
+        except OSError as exc:
+            raise ShmError(f"cannot read the memory file: {exc.strerror or exc}") from None
+        if len(got) != n:
+            raise ShmError("short read from the memory file")
+        return got
+    return read
+
+
+def map_sealed(fd: int, size: int, *, max_bytes: int,
+               check: Callable[[Reader], object] | None = None) -> memoryview:
     """A read-only view of the `size`-byte sealed memory file `fd`.
 
     Always closes `fd` (the mapping outlives it).  Raises `ShmError` unless
     `fd` is a regular memory file of exactly `size` bytes (1..`max_bytes`)
-    sealed against writing and resizing.
+    sealed against writing and resizing.  `check`, given a `Reader` of the
+    file, checks the layout the command declares before anything is mapped
+    or copied; whatever it raises is raised.
     """
     try:
         if not 0 < size <= max_bytes:
@@ -135,15 +168,21 @@ def map_sealed(fd: int, size: int, *, max_bytes: int) -> memoryview:
                            "(F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW)")
         if st.st_size != size:
             raise ShmError(f"the memory file holds {st.st_size} bytes, the command says {size}")
+        if check is not None:
+            check(_reader(fd, size))
         if _live[0] >= MAX_MAPPINGS:  # copy instead of holding one more descriptor
             copy = bytearray(size)
             if os.preadv(fd, [copy], 0) != size:
                 raise ShmError("short read from the memory file")
             return memoryview(copy).toreadonly()
+        # PROT_READ alone: a read-only buffer (views cannot write).  MAP_POPULATE (the pages mapped
+        # in one call, not one fault at a time) only for a file without holes (module docstring): a
+        # memory file's blocks are its allocated pages, fewer than its size where some were never
+        # written (st_blocks, not lseek(SEEK_HOLE), which would move the offset the client shares)
+        written = st.st_blocks * 512 >= size
+        flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if written else 0)
         try:
-            # PROT_READ alone: a read-only buffer (views cannot write); MAP_POPULATE: the pages are
-            # mapped in one call, not one fault at a time
-            mm = mmap.mmap(fd, size, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0), prot=mmap.PROT_READ)
+            mm = mmap.mmap(fd, size, flags=flags, prot=mmap.PROT_READ)
         except (OSError, ValueError) as exc:
             raise ShmError(f"cannot map the memory file: {exc}") from None
         _live[0] += 1

@@ -86,7 +86,7 @@ class ObjectStore:
         self.bytes_used = 0
         # objects handed to local clients as a file descriptor, and uploads received in shared memory
         # (icnd.daemon.mgmt.objects, issue #18)
-        self.counters = {"object_shm_reads": 0, "object_shm_appends": 0}
+        self.counters = {"object_shm_reads": 0, "object_shm_appends": 0, "object_shm_refused": 0}
         self._objects: dict[tuple[bytes, ...], StoredObject] = {}  # N/v=V -> object
         self._latest: dict[tuple[bytes, ...], tuple[bytes, ...]] = {}  # N -> N/v=V of the newest
         self._uploads: dict[str, Upload] = {}
@@ -163,12 +163,18 @@ class ObjectStore:
         upload.content_hash = hashlib.sha256()
         upload.sig_hash = upload.builder.sig_hasher(index, self._segment_length(upload, index))
 
-    def append(self, upload_id: str, offset: int, chunk: bytes | memoryview) -> int:
+    def check_append(self, upload_id: str, offset: int, length: int) -> Upload:
+        """The upload `length` bytes at `offset` may be appended to, judged
+        before they are read (`ObjectStoreError` if they may not)."""
         upload = self._upload(upload_id)
         if offset != upload.received:
             raise ObjectStoreError(f"upload {upload_id}: expected offset {upload.received}, got {offset}")
-        if upload.received + len(chunk) > upload.size:
+        if upload.received + length > upload.size:
             raise ObjectStoreError(f"upload {upload_id}: more than the declared {upload.size} bytes")
+        return upload
+
+    def append(self, upload_id: str, offset: int, chunk: bytes | memoryview) -> int:
+        upload = self.check_append(upload_id, offset, len(chunk))
         upload.file.write(chunk)
         view = memoryview(chunk)
         while view:

@@ -29,6 +29,7 @@ from icnd.errors import Error
 
 HEADER = struct.Struct(">I")
 MAX_HEADER = 8192
+MAX_HEAD = HEADER.size + MAX_HEADER  # the most bytes a segment's header takes
 MAX_NDIM = 32
 KINDS = "fiu"
 
@@ -89,13 +90,25 @@ def pack(meta: SegmentMeta, payload: Any) -> bytes:
 
 def unpack(content: bytes | memoryview, *, seg_bytes: int, max_bytes: int, n_members: int) -> tuple[SegmentMeta, np.ndarray]:
     """The header and a read-only view of the payload; SegmentError if anything is off."""
-    if len(content) < HEADER.size:
+    meta, offset, count = unpack_head(content, len(content), seg_bytes=seg_bytes, max_bytes=max_bytes,
+                                      n_members=n_members)
+    view = np.frombuffer(content, dtype=np.dtype(meta.dtype), count=count, offset=offset)
+    return meta, view
+
+
+def unpack_head(head: bytes | memoryview, length: int, *, seg_bytes: int, max_bytes: int,
+                n_members: int) -> tuple[SegmentMeta, int, int]:
+    """The header of a `length`-byte segment whose first bytes are `head`
+    (at least `MAX_HEAD` of them, or all `length`), checked as `unpack`
+    checks it, with the payload's offset and element count: a segment's
+    layout, judged without reading its payload.  SegmentError if anything is off."""
+    if length < HEADER.size or len(head) < HEADER.size:
         raise SegmentError("segment shorter than its header")
-    (hlen,) = HEADER.unpack_from(content)
-    if hlen > MAX_HEADER or HEADER.size + hlen > len(content):
+    (hlen,) = HEADER.unpack_from(head)
+    if hlen > MAX_HEADER or HEADER.size + hlen > min(length, len(head)):
         raise SegmentError(f"segment header of {hlen} bytes does not fit")
     try:
-        h = msgpack.unpackb(content[HEADER.size:HEADER.size + hlen], raw=False, max_bin_len=0,
+        h = msgpack.unpackb(head[HEADER.size:HEADER.size + hlen], raw=False, max_bin_len=0,
                             max_str_len=16, max_array_len=max(MAX_NDIM, n_members), max_map_len=16)
     except Exception as exc:
         raise SegmentError(f"malformed segment header: {exc}") from None
@@ -122,10 +135,9 @@ def unpack(content: bytes | memoryview, *, seg_bytes: int, max_bytes: int, n_mem
     start = seg * seg_elems
     count = min(total, start + seg_elems) - start
     offset = HEADER.size + hlen
-    if len(content) - offset != count * dt.itemsize:
-        raise SegmentError(f"segment {seg} carries {len(content) - offset} bytes; {count * dt.itemsize} expected")
-    view = np.frombuffer(content, dtype=dt, count=count, offset=offset)
-    return SegmentMeta(dt.str, shape_t, nseg, seg, tuple(members), *flags), view
+    if length - offset != count * dt.itemsize:
+        raise SegmentError(f"segment {seg} carries {length - offset} bytes; {count * dt.itemsize} expected")
+    return SegmentMeta(dt.str, shape_t, nseg, seg, tuple(members), *flags), offset, count
 
 
 def combine(op: str, acc: np.ndarray, x: np.ndarray) -> bool:

@@ -268,3 +268,99 @@ async def test_a_group_of_4_mib_segments_goes_in_shared_memory_only(daemon, monk
         assert (await counters(client))["contrib_refused"] == before["contrib_refused"]
         with pytest.raises((ValueError, CommandError)):
             await client.create_group("bigger", ["a"], segment_bytes=4 * MIB + 1)
+
+
+def _sparse_sealed(size: int, heads: list[tuple[int, bytes]]) -> int:
+    """A sealed memory file of `size` bytes in which only `heads` ([offset, bytes]) are written:
+    the rest is holes, costing nothing until something reads or maps it populated."""
+    def fill(fd: int) -> None:
+        for at, b in heads:
+            shm.write_all(fd, [b], at)
+
+    return shm.create_sealed(size, fill)
+
+
+def _layout(x_elems: int, seg_bytes: int) -> list[tuple[int, bytes, int]]:
+    """[offset, header, length] of each segment of a float32 array of `x_elems`, as a client lays it out."""
+    per = seg_bytes // 4
+    nseg = -(-x_elems // per)
+    out, at = [], 0
+    for s in range(nseg):
+        head = segment_head(SegmentMeta("<f4", (x_elems,), nseg, s))
+        length = len(head) + 4 * min(per, x_elems - s * per)
+        out.append((at, head, length))
+        at += length
+    return out
+
+
+async def test_a_large_sparse_file_with_a_bad_layout_is_refused_before_it_is_mapped(daemon) -> None:
+    """Issue 26 S1: a 256 MiB sparse sealed memory file with a bad layout was mapped with
+    MAP_POPULATE -- every page of it allocated and zeroed by the node, 0.8 s on its event loop --
+    before its first header was read.  Now every header is read first (a few bytes each) and the
+    file is refused without the node touching the rest: it stays as sparse as the client made it."""
+    async with daemon.connect() as client:
+        base = await counters(client)
+        tables = (await client.status())["tables"]
+
+        async def refused(fd: int, size: int, spans: list[list[int]]) -> str:
+            blocks = os.fstat(fd).st_blocks
+            try:
+                with pytest.raises(CommandError) as info:
+                    await client.command("reduce", "contribute-shm", fds=[fd], timeout=10, group="g",
+                                         member="a", round=1, size=size, segments=spans)
+                assert os.fstat(fd).st_blocks == blocks  # nothing of the file was populated
+            finally:
+                os.close(fd)
+            assert info.value.status == 400, info.value
+            return str(info.value)
+
+        size = 256 * MIB  # the whole file as one segment, no header at all
+        assert "header" in await refused(_sparse_sealed(size, []), size, [[0, size]])
+        # as a client lays out 252 MiB, every header right but the last one's, never written
+        layout = _layout(63 * MIB, 512 * 1024)
+        size = sum(length for _, _, length in layout)
+        fd = _sparse_sealed(size, [(at, head) for at, head, _ in layout[:-1]])
+        message = await refused(fd, size, [[at, length] for at, _, length in layout])
+        assert f"segment {len(layout) - 1} " in message and "header" in message
+        after = await counters(client)
+        assert after["contrib_shm_refused"] - base["contrib_shm_refused"] == 2
+        assert after["contrib_shm"] == base["contrib_shm"]
+        assert (await client.status())["tables"]["contributions"] == tables["contributions"]  # none stored
+
+
+async def test_a_sparse_file_with_a_good_layout_is_mapped_without_populating_its_holes(daemon) -> None:
+    """A file whose headers are right but whose payload was never written (holes read as zeros) is
+    a valid contribution, but populating it would allocate and zero all of it at once on the
+    node's event loop: it is mapped lazily, its pages allocated only as they are read."""
+    layout = _layout(8 * MIB, 512 * 1024)  # 32 MiB of float32, 64 segments
+    size = sum(length for _, _, length in layout)
+    fd = _sparse_sealed(size, [(at, head) for at, head, _ in layout])
+    async with daemon.connect() as client:
+        try:
+            blocks = os.fstat(fd).st_blocks
+            result = await client.command("reduce", "contribute-shm", fds=[fd], timeout=10, group="g", member="a",
+                                          round=5, size=size, segments=[[at, length] for at, _, length in layout])
+            assert result == {"added": len(layout)}
+            assert os.fstat(fd).st_blocks == blocks  # mapped, not populated
+        finally:
+            os.close(fd)
+        got = await client.reduce("g", 5, "sum", timeout=10)
+        assert got.contributors == ["a"] and got.array.shape == (8 * MIB,) and not got.array.any()
+
+
+async def test_a_large_sparse_object_hand_over_for_no_upload_is_refused_before_it_is_mapped(daemon) -> None:
+    """The same for ``object/append-shm``: the upload and the size are checked before the file is
+    mapped, and the refusal is counted."""
+    size = 256 * MIB
+    fd = _sparse_sealed(size, [])
+    async with daemon.connect() as client:
+        before = (await counters(client))["object_shm_refused"]
+        try:
+            with pytest.raises(CommandError) as info:
+                await client.command("object", "append-shm", fds=[fd], timeout=10, upload="nope", size=size)
+            assert os.fstat(fd).st_blocks == 0
+        finally:
+            os.close(fd)
+        assert info.value.status == 409 and "no upload 'nope'" in str(info.value)
+        assert (await counters(client))["object_shm_refused"] == before + 1
+        assert memfds(daemon.proc.pid) == 0

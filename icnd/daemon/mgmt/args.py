@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from icnd.codec import decode
@@ -51,14 +52,16 @@ def data_packets(packets: list[Any]) -> list[Data]:
     return out
 
 
-def sealed_view(fd: int | None, size: int, max_bytes: int) -> memoryview:
+def sealed_view(fd: int | None, size: int, max_bytes: int,
+                check: Callable[[shm.Reader], object] | None = None) -> memoryview:
     """The read-only view of the sealed memory file that came with a command
-    (`icnd.faces.shm.map_sealed`, which closes `fd`); ``CommandError(400)``
-    if none came or the file is refused."""
+    (`icnd.faces.shm.map_sealed`, which closes `fd`, and calls `check` on the
+    file's bytes before mapping it); ``CommandError(400)`` if none came or
+    the file is refused."""
     if fd is None:
         raise CommandError(400, "no shared-memory descriptor came with this command (it is passed over "
                                 "the node's Unix socket with the command itself)")
     try:
-        return shm.map_sealed(fd, size, max_bytes=max_bytes)
+        return shm.map_sealed(fd, size, max_bytes=max_bytes, check=check)
     except shm.ShmError as exc:
         raise CommandError(400, str(exc)) from None
