@@ -8,7 +8,10 @@ descriptor and, for a sub-request, the member subset it covers
 
 1. A request for the whole aggregate (no subset) goes by FIB toward the
    segment's rendezvous node, ``/node/<rendezvous>``; equal requests merge in
-   PITs on the way (one computation for many requesters).
+   PITs on the way (one computation for many requesters).  The rendezvous is
+   the request's ``step``-th in the segment's `GroupDescriptor.rendezvous_order`
+   (0 unless its consumer failed over from unreachable ones): any node
+   takes that role for the requests that name it.
 2. At the rendezvous, and at every forwarder a sub-request reaches, the
    members are *split*: each member goes to the cheapest FIB next hop toward
    its node (a sub-request never back toward its parent), members living on
@@ -24,7 +27,11 @@ descriptor and, for a sub-request, the member subset it covers
    are shared: a round started by a non-local face counts against that
    face's share (``face_max_rounds`` per group), and non-local faces may not
    start the last ``local_reserve_rounds`` rounds, kept for local requesters
-   (refusals counted: ``agg_round_share``, ``agg_round_reserve``).  Each answer's
+   (refusals counted: ``agg_round_share``, ``agg_round_reserve``).  Below
+   the rendezvous every round arrives through the face toward it, so there
+   the share is per requester: sub-requests carry an origin tag, made where
+   the request entered the tree, and a round through a face toward the
+   rendezvous is charged to (that face, its tag) (`Aggregator._origin`).  Each answer's
    contributors must lie inside its child's subset and be disjoint from what
    was already combined; dtype and shape must agree (a mismatch is an error
    naming the odd members, never a cast); NaN/Inf and integer overflow are
@@ -61,8 +68,8 @@ through the PIT and Content Store like any other packets.
 from __future__ import annotations
 
 import collections
+import hashlib
 import logging
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -74,7 +81,8 @@ from icnd.core.hooks import HOOK_FACE
 from icnd.errors import error_data
 from icnd.name import Name, generic
 from icnd.packet import ContentType, Data, Interest, Nack, NackReason, Packet, SigType, new_nonce
-from icnd.reduction.group import NODE, ReduceRequest, aggregate_prefix, contrib_name, request_params
+from icnd.reduction.group import (NODE, ReduceRequest, aggregate_prefix, contrib_name, incomplete_detail,
+                                  parse_incomplete, request_params)
 from icnd.reduction.segment import SegmentError, SegmentMeta, combine, nonfinite, pack, unpack
 from icnd.security import DigestKey
 
@@ -99,8 +107,13 @@ AGG_COUNTERS = (
     "agg_internal_errors", "agg_round_share", "agg_round_reserve",
 )
 REFUSAL_LOG_INTERVAL = 10.0  # seconds between log lines for one kind of refusal
+NO_ANSWER = "no answer by the deadline"
 
 _digest = DigestKey()
+
+# whose share a round is charged to: ("face", face, None) for a requester's face, ("via", face,
+# tag) for sub-requests through a face toward the rendezvous, by origin tag (Aggregator._origin)
+Origin = tuple[str, int, int | None]
 
 
 @dataclass(slots=True, eq=False)
@@ -149,7 +162,7 @@ class AstEntry:
     # members of failed children that the child's not-yet did not name as missing
     # (they contributed below): the entry's own not-yet does not blame them [D12]
     not_blamed: set[int] = field(default_factory=set)
-    origin: int | None = None  # the non-local face whose request started it (None: a local face)
+    origin: Origin | None = None  # whose share the round is charged to (None: a local face's request)
 
     def pending(self) -> list[Child]:
         return [c for c in self.children.values() if c.state == "pending"]
@@ -223,7 +236,7 @@ class Aggregator:
                 fw.send_interest(entry, hop, interest, now)
             return
         c["agg_requests"] += 1
-        if req.subset is None and req.desc.rendezvous_for(req.seg) != self.node_name:
+        if req.subset is None and req.rendezvous() != self.node_name:
             self._toward_rendezvous(entry, in_face, interest, req, now)
             return
         if req.subset is not None:
@@ -238,7 +251,7 @@ class Aggregator:
     def _toward_rendezvous(self, entry: PitEntry, in_face: int, interest: Interest, req: ReduceRequest,
                            now: float) -> None:
         fw = self.fw
-        rv = req.desc.rendezvous_for(req.seg)
+        rv = req.rendezvous()
         hops = [f for f in fw.eligible_nexthops(entry, in_face, fw.fib.longest_match(_node(rv)))
                 if f != self.face]
         if not hops:
@@ -328,8 +341,7 @@ class Aggregator:
                 self._arm(e)
             self._retransmit_due(e, now)
             return
-        info = fw.faces.get(in_face)
-        origin = None if info is not None and info.local else in_face
+        origin, tag = self._origin(req, in_face)
         problem = self._admit(req, origin, now)
         if problem:
             self.counters["agg_congestion"] += 1
@@ -355,7 +367,7 @@ class Aggregator:
             name = contrib_name(self.node_name or "", desc.members[i].id, desc.group, req.round, req.seg)
             self._add_child(e, Interest(name, lifetime_ms=child_lifetime), (i,), None)
         for hop, subset in remote.items():
-            params = request_params(req.desc_wire, subset, req.partial)
+            params = request_params(req.desc_wire, subset, req.partial, step=req.step, origin=tag)
             prefix = e.name.prefix(5)
             self._add_child(e, Interest.with_params(prefix, params, lifetime_ms=child_lifetime), tuple(subset), hop)
         for node, subset in unreachable.items():
@@ -369,9 +381,35 @@ class Aggregator:
             self._send(child, now)
         self._arm(e)
 
-    def _admit(self, req: ReduceRequest, origin: int | None, now: float) -> str:
-        """Why a new aggregation cannot start ("" if it can); `origin`: the
-        non-local face asking (None: a local one).  Runs once per new entry."""
+    def _origin(self, req: ReduceRequest, in_face: int) -> tuple[Origin | None, int]:
+        """(whose share a new round of `req` from `in_face` is charged to, the
+        origin tag its sub-requests carry).
+
+        A request from a local face is nobody's share (None).  Whole-group
+        requests, and sub-requests from a face that is no FIB next hop toward
+        the segment's rendezvous, are charged to their face.  A sub-request
+        from a face toward the rendezvous carries a round the rendezvous (or
+        a node on the way) admitted for some requester: it is charged to
+        that face *and* the origin tag it carries, so one requester's rounds
+        cannot use up the share of the face every legitimate round also comes
+        through [issue #26, D11].  The tag is made where a request enters
+        the tree (a hash of this node's name and the face it came from) and
+        passed on unchanged below, so it names the requester as the
+        rendezvous saw it; a tag is believed only from a face toward the
+        rendezvous, so a requester elsewhere cannot pick another's."""
+        info = self.fw.faces.get(in_face)
+        local = info is not None and info.local
+        if req.subset is not None and not local:
+            fib_entry = self.fw.fib.longest_match(_node(req.rendezvous()))
+            if fib_entry is not None and in_face in fib_entry.faces:
+                tag = req.origin if req.origin is not None else _tag(self.node_name, in_face)
+                return ("via", in_face, req.origin), tag
+        return (None if local else ("face", in_face, None)), _tag(self.node_name, in_face)
+
+    def _admit(self, req: ReduceRequest, origin: Origin | None, now: float) -> str:
+        """Why a new aggregation cannot start ("" if it can); `origin`: whose
+        share it is charged to (`_origin`; None: a local face's request).
+        Runs once per new entry."""
         if len(self.entries) >= self.max_entries:
             return f"aggregation table full ({self.max_entries} entries)"
         if self.bytes_used >= self.max_bytes:
@@ -392,8 +430,14 @@ class Aggregator:
             return ""
         if len(mine) >= self.face_max_rounds:
             self.counters["agg_round_share"] += 1
-            why = (f"too many concurrent rounds of group {group} from face {origin} "
-                   f"({self.face_max_rounds}, its share)")
+            kind, face, tag = origin
+            if kind == "face":
+                whose = f"face {face}"
+            elif tag is not None:
+                whose = f"requester {tag:016x} through face {face}"
+            else:
+                whose = f"untagged sub-requests through face {face}"
+            why = f"too many concurrent rounds of group {group} from {whose} ({self.face_max_rounds}, its share)"
             self._log_refusal("round_share", why, now)
             return why
         reserve = min(self.local_reserve_rounds, self.max_rounds - 1)
@@ -637,13 +681,18 @@ class Aggregator:
         self._release(child, now)
         e = child.entry
         child.state = "failed"
-        ids = ", ".join(e.request.desc.member_ids(child.members))
-        detail = f": {nack.detail}" if nack.detail else ""
-        e.problems.append(f"{ids}: {nack.reason.label}{detail}")
+        desc = e.request.desc
+        ids = ", ".join(desc.member_ids(child.members))
+        why: str | None = None
         if nack.reason == NackReason.NOT_YET and not child.leaf:
-            named = _named_missing(e.request.desc, nack.detail)
+            named, why = _named_missing(desc, nack.detail)
             if named:
                 e.not_blamed.update(i for i in child.members if i not in named)
+        if why is not None:  # the child's own reasons, once: not wrapped in its sentence again (#27)
+            e.problems.append(why)
+        else:
+            detail = f": {nack.detail}" if nack.detail else ""
+            e.problems.append(f"{ids}: {nack.reason.label}{detail}")
         if not e.pending():
             self._finish(e, now)
 
@@ -682,10 +731,9 @@ class Aggregator:
         missing = set(req.members()) - e.contributors
         if missing and not (req.partial and e.contributors):
             self.counters["agg_incomplete"] += 1
-            why = "; ".join(e.problems) if e.problems else "no answer by the deadline"
+            why = "; ".join(dict.fromkeys(e.problems)) if e.problems else NO_ANSWER
             blamed = (missing - e.not_blamed) or missing  # members below that did contribute are not named
-            detail = (f"round {req.round} segment {req.seg} of {desc.group} is incomplete: "
-                      f"no contribution from {', '.join(desc.member_ids(sorted(blamed)))} ({why})")
+            detail = incomplete_detail(desc.group, req.round, req.seg, desc.member_ids(sorted(blamed)), why)
             fw.on_incoming_nack(self.face, Nack(e.name, e.nonce, NackReason.NOT_YET, detail[:1000]), now)
             return
         assert e.acc is not None and e.layout is not None
@@ -730,6 +778,11 @@ def _node(node: str) -> tuple[bytes, ...]:
     return (NODE, generic(node))
 
 
+def _tag(node: str | None, face: int) -> int:
+    """The origin tag of requests that entered the tree at `node` through `face` (see `Aggregator._origin`)."""
+    return int.from_bytes(hashlib.blake2b(f"{node}/{face}".encode(), digest_size=8).digest(), "big")
+
+
 def _request_comps(req: ReduceRequest) -> tuple[bytes, ...]:
     return aggregate_prefix(req.desc.group, req.op, req.round, req.seg).comps[1:5]
 
@@ -750,21 +803,17 @@ def _deadline(req: ReduceRequest, now: float, lifetime: float, created: float) -
     return min(deadline, created + cap / 1000.0) if cap else deadline
 
 
-_INCOMPLETE = re.compile(r" is incomplete: no contribution from (.+?) \(")
-
-
-def _named_missing(desc: Any, detail: str) -> set[int]:
-    """The members a child's not-yet names as missing (empty if it names none we know)."""
-    m = _INCOMPLETE.search(detail)
-    if m is None:
-        return set()
+def _named_missing(desc: Any, detail: str) -> tuple[set[int], str | None]:
+    """(the members a child's not-yet names as missing, why); (empty set,
+    None) if it names none we know, why None if it was cut short."""
+    ids, why = parse_incomplete(detail)
     named: set[int] = set()
-    for mid in m.group(1).split(", "):
+    for mid in ids:
         try:
             named.add(desc.index(mid))
         except (KeyError, ValueError):
-            return set()
-    return named
+            return set(), None
+    return named, why if named else None
 
 
 def _error_of(data: Data) -> tuple[str, str, list]:

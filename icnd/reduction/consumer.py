@@ -11,6 +11,9 @@ request is re-sent (new nonce, the remaining lifetime) every `RETX`
 seconds, so a retransmission never moves an aggregation's deadline.  With
 ``partial``, segment 0 ends `PARTIAL_RESERVE` of the timeout early and the
 other segments leave out the members it lacked (docs/reduction.md, D12).
+A segment whose rendezvous the network has no route toward goes to the next
+of its `GroupDescriptor.rendezvous_order`, and waits for a route when none
+is reachable (`_Fetcher.segment`).
 """
 
 from __future__ import annotations
@@ -29,10 +32,11 @@ from icnd.endpoint import Endpoint
 from icnd.errors import Error, Nacked, Timeout, raise_for_error
 from icnd.faces import shm
 from icnd.name import Name
-from icnd.objects.fetch import verified
+from icnd.objects.fetch import RouteWait, verified
 from icnd.packet import Data, Interest, NackReason
 from icnd.security import DigestKey
-from icnd.reduction.group import COMMAND_SEG_BYTES, CONSUMER_OPS, GroupDescriptor, contrib_name, reduce_interest, remote_contribute_name
+from icnd.reduction.group import (COMMAND_SEG_BYTES, CONSUMER_OPS, GroupDescriptor, aggregate_prefix, contrib_name,
+                                  missing_members, reduce_interest, remote_contribute_name)
 from icnd.reduction.segment import SegmentError, SegmentMeta, check_dtype, pack, plan, segment_head, unpack
 
 RETX = 0.5  # seconds between re-sent aggregate requests
@@ -159,15 +163,16 @@ async def create_group(ep: Endpoint, name: str, members: Sequence[str], *, rende
 
 
 async def allreduce(ep: Endpoint, group: str, rnd: int, array: Any, op: str, member: str | None,
-                    timeout: float, *, out: np.ndarray | None = None) -> np.ndarray:
+                    timeout: float, *, out: np.ndarray | None = None, partial: bool = False) -> np.ndarray | Reduced:
     """`contribute`, then `reduce` of the same (latest) group version: the
-    descriptor is asked for once."""
+    descriptor is asked for once.  The array; with `partial`, the `Reduced`
+    (what arrived by the deadline, flagged, with its contributors)."""
     deadline = trio.current_time() + timeout
     described = await group_descriptor(ep, group)
     await contribute(ep, group, rnd, array, member, timeout, described=described)
-    result = await reduce(ep, group, rnd, op, timeout=max(0.1, deadline - trio.current_time()), partial=False,
+    result = await reduce(ep, group, rnd, op, timeout=max(0.1, deadline - trio.current_time()), partial=partial,
                           described=described, out=out)
-    return result.array
+    return result if partial else result.array
 
 
 async def contribute(ep: Endpoint, group: str, rnd: int, array: Any, member: str | None,
@@ -279,6 +284,10 @@ async def reduce(ep: Endpoint, group: str, rnd: int, op: str, *, timeout: float,
             first = await fetch.segment(0, deadline - PARTIAL_RESERVE * timeout)
         except Timeout:  # nobody contributed by then: wait for segment 0 until the deadline
             first = await fetch.segment(0)
+        except Nacked as exc:  # no rendezvous reachable yet: wait for a route until the deadline
+            if exc.reason != NackReason.NO_ROUTE.label:
+                raise
+            first = await fetch.segment(0)
     else:
         first = await fetch.segment(0)
     meta0 = first[0]
@@ -332,25 +341,52 @@ class _Fetcher:
         self.ep, self.desc, self.wire, self.op, self.round = ep, desc, wire, op, rnd
         self.partial, self.deadline = partial, deadline
         self.exclude: tuple[int, ...] = ()  # members known missing (partial only)
+        self.unreachable: set[str] = set()  # rendezvous nodes the network had no route toward
+        self.no_route: Nacked | None = None  # the Nack that said so last
 
     async def segment(self, s: int, deadline: float | None = None) -> tuple[SegmentMeta, np.ndarray]:
+        """Segment `s` of the aggregate, by `deadline` (at the latest the call's).
+
+        A rendezvous the network has no route toward (a dead node, once
+        routing has withdrawn its routes) is passed over: the request goes to
+        the next node of the segment's `GroupDescriptor.rendezvous_order`
+        that is not known unreachable, the same for every consumer.  When
+        every one is unreachable the request waits for a route as a fetch
+        does (`icnd.objects.fetch.RouteWait`: 50 ms doubling to 1 s, never
+        past the deadline) and tries them all again [issues #26 F1, #27]."""
         ep, desc = self.ep, self.desc
         until = self.deadline if deadline is None else min(deadline, self.deadline)
+        order = desc.rendezvous_order(s)
+        wait = RouteWait(aggregate_prefix(desc.group, self.op, self.round, s), until)
         while True:
             remaining = until - trio.current_time()
             if remaining <= 0.01:
+                if wait.retries:
+                    raise wait.error()
                 raise Timeout(f"{desc.group} round {self.round} segment {s}: no aggregate by the deadline")
+            step = next((k for k, node in enumerate(order) if node not in self.unreachable), None)
+            if step is None:  # none reachable now: wait for routing to find one, then try them all again
+                assert self.no_route is not None  # set whenever a node is found unreachable
+                self.unreachable.difference_update(order)
+                await wait.retry(self.no_route)
+                continue
             interest = reduce_interest(self.wire, desc.group, self.op, self.round, s, partial=self.partial,
                                        lifetime_ms=max(10, int(remaining * 1000)),
-                                       exclude=self.exclude if self.partial else ())
+                                       exclude=self.exclude if self.partial else (), step=step)
             try:
                 data = await ep.express(interest, timeout=min(remaining, RETX), retx=None)
             except Timeout:
                 continue
             except Nacked as exc:
+                if exc.reason == NackReason.NO_ROUTE.label:
+                    self.unreachable.add(order[step])
+                    self.no_route = exc
+                    continue
                 if exc.reason == NackReason.NOT_YET.label:
-                    raise Timeout(str(exc)) from None
+                    detail = exc.detail or str(exc)
+                    raise Timeout(detail, missing=missing_members(detail)) from None
                 raise
+            wait.routed()
             raise_for_error(data)
             # an aggregate that does not verify (e.g. cached from before its rendezvous restarted
             # with a new key) is evicted and asked for once more past the caches [issue #15, D14]

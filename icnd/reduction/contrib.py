@@ -30,7 +30,10 @@ Priority (issue #15, D10): a contribution is *local* when the member's own
 node's clients made it (management), *remote* when another node handed it
 over (``/contribute``).  A remote contribution never evicts a local round
 (for bytes or for the rounds-kept window); a local one evicts remote rounds
-first and replaces a remote-only round it conflicts with.  `add` never
+first and replaces a remote-only round it conflicts with.  Nor do remote
+rounds move the member's window: a round evicted that was only handed over
+refuses (410) later remote rounds at or below it, never the member's own
+(issue #27).  `add` never
 evicts the round it is storing: a round that would be evicted at once is
 refused (`ReductionError` naming the window of rounds kept), so success is
 reported only for a contribution that is stored.
@@ -48,7 +51,7 @@ from icnd.errors import Error
 from icnd.packet import Data, Interest, Nack, NackReason, SigType
 from icnd.security import KEY_ID_LEN, DigestKey, Ed25519VerifyKey, signed_portion
 from icnd.reduction.group import GroupDescriptor, parse_contrib_name
-from icnd.reduction.segment import SegmentError, unpack
+from icnd.reduction.segment import MAX_HEAD, SegmentError, unpack, unpack_head
 
 MAX_GROUPS = 1024
 VERSIONS_KEPT = 16
@@ -293,7 +296,8 @@ class ContributionStore:
         self.bytes_used = 0
         # (group, member) -> round -> contribution
         self._store: dict[tuple[str, str], dict[int, Contribution]] = {}
-        self._evicted: dict[tuple[str, str], int] = {}  # newest round evicted
+        self._evicted: dict[tuple[str, str], int] = {}  # newest of the member's own rounds evicted
+        self._evicted_remote: dict[tuple[str, str], int] = {}  # ... of rounds only handed over for it
         self.pending: dict[tuple[bytes, ...], float] = {}  # contribution name -> expiry
         self.counters = {"contrib_rounds": 0, "contrib_segments": 0, "contrib_refused": 0,
                          "contrib_served": 0, "contrib_held": 0, "contrib_evicted": 0,
@@ -320,8 +324,15 @@ class ContributionStore:
         raise ReductionError(403, f"{member} is not a member of group {group} "
                                   f"(members: {', '.join(str(m) for m in latest.members)})")
 
-    def _check_round(self, key: tuple[str, str], rnd: int) -> None:
+    def _check_round(self, key: tuple[str, str], rnd: int, local: bool = True) -> None:
+        """Refuse a round at or below one evicted (410) or too far ahead (400).
+        Rounds evicted that were only handed over from other nodes refuse
+        only such remote rounds: they never move the member's own window
+        (issue #27: 20 far-ahead remote rounds locked the member out)."""
         evicted = self._evicted.get(key)
+        remote = None if local else self._evicted_remote.get(key)
+        if remote is not None and (evicted is None or remote > evicted):
+            evicted = remote
         if evicted is not None and rnd <= evicted:
             raise ReductionError(410, f"round {rnd} of {key[1]} in {key[0]} is no longer kept here")
         rounds = self._store.get(key)
@@ -342,6 +353,39 @@ class ContributionStore:
             self.counters["contrib_refused"] += 1
             raise
 
+    def check_layout(self, group: str, member: str, rnd: int, spans: list[list[int]],
+                     read: Callable[[int, int], bytes]) -> None:
+        """Refuse (`ReductionError`, counted in ``contrib_refused``) a whole
+        contribution of `member` to `group` round `rnd` laid out as `spans`
+        ([offset, length] of each segment, in order) from its segments'
+        headers alone, read with ``read(offset, n)``: what `add` would refuse
+        of any segment's header, length or layout, judged before the node maps
+        the memory file that holds them (`icnd.faces.shm`: check first, then
+        map).  `add` still checks each segment as it is stored."""
+        try:
+            desc = self._member(group, member)
+            self._check_round((group, member), rnd)
+            layout = None
+            for seg, (offset, length) in enumerate(spans):
+                what = f"segment {seg} of {member}'s contribution to {group} round {rnd}"
+                try:
+                    meta, _, _ = unpack_head(read(offset, min(length, MAX_HEAD)), length, seg_bytes=desc.seg_bytes,
+                                             max_bytes=desc.max_bytes, n_members=len(desc.members))
+                except SegmentError as exc:
+                    raise ReductionError(400, f"{what}: {exc}") from None
+                if meta.seg != seg or meta.members or meta.partial:
+                    raise ReductionError(400, f"{what}: header does not describe segment {seg} of one member")
+                if meta.nseg != len(spans):
+                    raise ReductionError(400, f"{what}: its header says {meta.nseg} segments, "
+                                              f"the command lays out {len(spans)}")
+                if layout is None:
+                    layout = meta.layout()
+                elif meta.layout() != layout:
+                    raise ReductionError(400, f"{what} is {meta.describe()}, segment 0 is {layout[0]} {layout[1]}")
+        except ReductionError:
+            self.counters["contrib_refused"] += 1
+            raise
+
     def _add(self, data: Data, local: bool) -> bool:
         parsed = parse_contrib_name(data.name.comps)
         if parsed is None or data.name.comps[1][1:].decode("utf-8", "replace") != self.node:
@@ -350,7 +394,7 @@ class ContributionStore:
         member, group, rnd, seg = parsed
         desc = self._member(group, member)
         key = (group, member)
-        self._check_round(key, rnd)
+        self._check_round(key, rnd, local)
         try:
             meta, _ = unpack(data.content, seg_bytes=desc.seg_bytes, max_bytes=desc.max_bytes,
                              n_members=len(desc.members))
@@ -448,8 +492,10 @@ class ContributionStore:
         self.bytes_used -= gone.nbytes
         if not displaced and (not rounds or rnd < min(rounds)) and (below is None or rnd < below):
             # Interests for rounds at or below it are refused (410), not held; a round
-            # evicted from above a kept or incoming one (a remote one giving way) is simply gone
-            self._evicted[key] = max(rnd, self._evicted.get(key, rnd))
+            # evicted from above a kept or incoming one (a remote one giving way) is simply gone.
+            # A remote-only round's eviction refuses only remote rounds at or below it [#27]
+            marks = self._evicted if gone.local else self._evicted_remote
+            marks[key] = max(rnd, marks.get(key, rnd))
         self.counters["contrib_evicted"] += 1
         if not rounds:
             del self._store[key]

@@ -5,7 +5,7 @@ A group is a signed, versioned descriptor, itself named data
 its contributions), the deadline policy (``deadline_ms``: how long an
 aggregation waits for stragglers at most), the rendezvous nodes (segment ``s`` of an aggregate
 starts its split at ``rendezvous[s % len(rendezvous)]``, so segment roots are
-spread), the segment size, the ops allowed and the size limit of one
+spread; when that node is unreachable, at the next of `GroupDescriptor.rendezvous_order`), the segment size, the ops allowed and the size limit of one
 contribution.  The descriptor's encoding is deterministic (a msgpack array),
 so nodes that build the same group from the same topology file hold the very
 same bytes.
@@ -186,8 +186,24 @@ class GroupDescriptor:
                 return i
         raise KeyError(member)
 
-    def rendezvous_for(self, seg: int) -> str:
-        return self.rendezvous[seg % len(self.rendezvous)]
+    def rendezvous_for(self, seg: int, step: int = 0) -> str:
+        """The node where segment `seg` starts its split after `step` fail-overs
+        (`rendezvous_order`); IndexError past the last candidate."""
+        n = len(self.rendezvous)
+        if step < n:
+            return self.rendezvous[(seg + step) % n]
+        return self.rendezvous_order(seg)[step]
+
+    def rendezvous_order(self, seg: int) -> tuple[str, ...]:
+        """Every node that may be segment `seg`'s rendezvous, in the order a
+        consumer fails over to them when one is unreachable: the rendezvous
+        list from ``rendezvous[seg % n]`` on (wrapping), then the members'
+        nodes not in it, in member order.  A pure function of the descriptor,
+        so every consumer picks the same next rendezvous [issue #27]."""
+        n = len(self.rendezvous)
+        first = tuple(self.rendezvous[(seg + k) % n] for k in range(n))
+        listed = set(first)
+        return first + tuple(dict.fromkeys(m.node for m in self.members if m.node not in listed))
 
     def member_ids(self, indices: Sequence[int]) -> list[str]:
         return sorted(self.members[i].id for i in indices)
@@ -212,21 +228,29 @@ def aggregate_prefix(group: str, op: str, rnd: int, seg: int) -> Name:
 
 
 def request_params(desc_wire: bytes, subset: Sequence[int] | None, partial: bool,
-                   exclude: Sequence[int] = ()) -> bytes:
+                   exclude: Sequence[int] = (), *, step: int = 0, origin: int | None = None) -> bytes:
     params: dict[str, Any] = {"d": desc_wire, "m": list(subset) if subset is not None else None, "p": partial}
-    if exclude:  # only then: the names of requests without it are unchanged
+    # each only when set: the names of requests without them are unchanged
+    if exclude:
         params["x"] = list(exclude)
+    if step:
+        params["v"] = step
+    if origin is not None:
+        params["o"] = origin
     return msgpack.packb(params)
 
 
 def reduce_interest(desc_wire: bytes, group: str, op: str, rnd: int, seg: int, *,
                     subset: Sequence[int] | None = None, partial: bool = False, lifetime_ms: int = 4000,
-                    exclude: Sequence[int] = ()) -> Interest:
+                    exclude: Sequence[int] = (), step: int = 0) -> Interest:
     """`exclude` (partial requests for the whole aggregate only): members the
     asker knows are missing (they were missing from an earlier segment of the
-    round); they are not waited for and count as missing [issue #15, D12]."""
+    round); they are not waited for and count as missing [issue #15, D12].
+    `step`: how many rendezvous of the segment's `rendezvous_order` to pass
+    over (they were unreachable) [issue #27]."""
     return Interest.with_params(aggregate_prefix(group, op, rnd, seg),
-                                request_params(desc_wire, subset, partial, exclude), lifetime_ms=lifetime_ms)
+                                request_params(desc_wire, subset, partial, exclude, step=step),
+                                lifetime_ms=lifetime_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +265,14 @@ class ReduceRequest:
     subset: tuple[int, ...] | None  # None: the whole group (a request for the aggregate)
     partial: bool
     exclude: tuple[int, ...] = ()  # members known missing: not asked, counted missing (partial only)
+    step: int = 0  # the rendezvous is the step-th of the segment's `rendezvous_order` (fail-over)
+    # a sub-request's requester, as the rendezvous saw it (a tag it made; see
+    # icnd.reduction.aggregate): whose round it is, for the shares of rounds below it [D11]
+    origin: int | None = None
+
+    def rendezvous(self) -> str:
+        """The node this request's segment starts its split at."""
+        return self.desc.rendezvous_for(self.seg, self.step)
 
     def members(self) -> tuple[int, ...]:
         return self.subset if self.subset is not None else tuple(range(len(self.desc.members)))
@@ -298,7 +330,16 @@ class ReduceRequest:
                 raise ValueError("excluded members must be sorted, distinct member indices")
             if not partial or subset is not None:
                 raise ValueError("excluded members are only for partial requests for the whole aggregate")
-        return cls(desc, params["d"], op, int(rnd_text), seg, subset, partial, tuple(exclude or ()))
+        step = params.get("v", 0)
+        if type(step) is not int or step < 0 or (step and step >= len(desc.rendezvous_order(seg))):
+            raise ValueError(f"rendezvous step {step!r} must be 0..{len(desc.rendezvous_order(seg)) - 1}")
+        origin = params.get("o")
+        if origin is not None:
+            if type(origin) is not int or not 0 <= origin < 1 << 64:
+                raise ValueError("a sub-request's origin must be an unsigned 64-bit integer")
+            if subset is None:
+                raise ValueError("only sub-requests carry an origin")
+        return cls(desc, params["d"], op, int(rnd_text), seg, subset, partial, tuple(exclude or ()), step, origin)
 
 
 class DescriptorCache:
@@ -346,6 +387,32 @@ class DescriptorCache:
 
 
 _DESCRIPTORS = DescriptorCache()  # one per process: what it holds is a pure function of the key
+
+
+# --- the not-yet of an incomplete round ------------------------------------------------------
+_INCOMPLETE = re.compile(r" is incomplete: no contribution from ([A-Za-z0-9._, -]+?) \((.*)\)\Z", re.S)
+_NAMED = re.compile(r" is incomplete: no contribution from ([A-Za-z0-9._, -]+?) \(")
+
+
+def incomplete_detail(group: str, rnd: int, seg: int, missing: Sequence[str], why: str) -> str:
+    """The detail of an aggregator's not-yet Nack, one sentence: the round,
+    the members missing, and (once each) why."""
+    return f"round {rnd} segment {seg} of {group} is incomplete: no contribution from {', '.join(missing)} ({why})"
+
+
+def parse_incomplete(detail: str) -> tuple[list[str], str | None]:
+    """(member ids, why) of an `incomplete_detail`: ``([], None)`` if it is
+    not one, why None if it was cut short."""
+    m = _INCOMPLETE.search(detail)
+    if m is not None:
+        return m.group(1).split(", "), m.group(2)
+    m = _NAMED.search(detail)
+    return (m.group(1).split(", "), None) if m is not None else ([], None)
+
+
+def missing_members(detail: str) -> list[str]:
+    """The member ids a not-yet's detail names as missing (empty if none)."""
+    return parse_incomplete(detail)[0]
 
 
 # --- contribution names ---------------------------------------------------------------------

@@ -7,11 +7,24 @@ time); each one held a round of the group's ``max_rounds`` (16), so a local
 they expired.  Now a non-local face may start at most its share of a
 group's rounds, and a reserve of rounds is kept for local requesters; each
 refusal is a counted *congestion* Nack.
+
+Issue #26 tried it again on real daemons: the rendezvous relays the
+attacker's 8 admitted rounds to the members, where every round arrives
+through the one face toward the rendezvous, and they used up that face's
+share there: every member's ``reduce g 2`` failed for the 60 s the
+attacker's requests lived.  Below the rendezvous the share is now per
+requester (the origin tag sub-requests carry), tested with members that are
+not on the rendezvous node.
 """
 
 from __future__ import annotations
 
+import socket
+from pathlib import Path
+from urllib.parse import urlsplit
+
 import numpy as np
+import trio
 
 from icnd.codec import encode
 from icnd.name import Name
@@ -21,8 +34,11 @@ from icnd.reduction.group import REDUCE, GroupDescriptor, parse_contrib_name, re
 from icnd.reduction.segment import SegmentMeta, pack
 from icnd.security import DigestKey
 from icnd.sim.network import SimNetwork
+from icnd.topology import launch
+from icnd.reduction.consumer import group_descriptor
 
 DIGEST = DigestKey()
+REDUCE5 = Path(__file__).resolve().parents[2] / "topologies" / "reduce5.toml"
 
 
 def _net() -> tuple[SimNetwork, bytes]:
@@ -89,3 +105,32 @@ def test_local_reserve_is_kept_when_remote_faces_share_the_rest() -> None:
         local.send(interest)
     net.run(until=1.5)
     assert [type(p) for p in local.received if isinstance(p, (Data, Nack))] == [Data, Data]
+
+
+async def test_attackers_rounds_relayed_by_the_rendezvous_leave_members_their_rounds() -> None:
+    """reduce5 (link-state routing, real daemons): rendezvous r, members w1..w5
+    two hops below it, none on r.  16 UDP datagrams to r ask for future
+    rounds of ``workers``; r admits 8 (its share for that face) and splits them
+    toward a1 and a2, then the members; ``reduce workers 2`` from members on
+    both sides must still complete."""
+    async with launch(str(REDUCE5)) as net:
+        clients = {m: await net.connect(m) for m in ("w1", "w2", "w3", "w4", "w5")}
+        _, wire = await group_descriptor(clients["w1"], "workers")
+        target = urlsplit(net["r"].udp_uri)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as attacker:
+            for rnd in range(100, 116):
+                attacker.sendto(encode(reduce_interest(wire, "workers", "sum", rnd, 0, lifetime_ms=60_000)),
+                                (target.hostname, target.port))
+        with trio.fail_after(5):  # the relayed rounds reach the members' nodes (paced: 4 per next hop at first)
+            while (await clients["w2"].status())["tables"]["agg_entries_live"] < 8:
+                await trio.sleep(0.1)
+        r = (await (await net.connect("r")).status())["counters"]
+        assert r["agg_round_share"] == 8  # the rendezvous kept the attacker to its share
+        for i, (m, c) in enumerate(clients.items()):
+            await c.contribute("workers", 2, np.full(16, i + 1, np.int64))
+        for m in ("w2", "w5"):
+            got = await clients[m].reduce("workers", 2, timeout=3)
+            assert got.complete and got.array.tolist() == [15] * 16
+        for node in ("a1", "a2", "w2", "w5"):
+            counters = (await (await net.connect(node)).status())["counters"]
+            assert counters["agg_round_share"] == 0, node

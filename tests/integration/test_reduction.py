@@ -85,8 +85,12 @@ async def test_missing_member_timeout_partial_then_complete(net) -> None:
     xs = {m: np.full(64, i + 1, np.int64) for i, m in enumerate(MEMBERS)}
     for m in MEMBERS[:4]:
         await cs[m].contribute("workers", 4, xs[m])
-    with pytest.raises(icnd.Timeout, match="w5"):
+    with pytest.raises(icnd.Timeout, match="w5") as info:
         await cs["w1"].reduce("workers", 4, timeout=1.5)
+    # the facts once, in one sentence, and as an attribute (issue #27)
+    assert info.value.missing == ("w5",)
+    assert str(info.value) == ("round 4 segment 0 of workers is incomplete: no contribution from w5 "
+                               "(no answer by the deadline)")
     partial = await cs["w1"].reduce("workers", 4, timeout=1.5, partial=True)
     assert not partial.complete and partial.partial and partial.contributors == MEMBERS[:4]
     assert partial.array.tolist() == [10] * 64
@@ -206,6 +210,59 @@ async def test_groups_made_by_clients_are_versioned(net) -> None:
     assert old.contributors == ["extra", "w1", "w4"] and old.array.tolist() == [3.0] * 4
     with pytest.raises(CommandError, match="unknown group"):
         await (await net.connect("r")).reduce("pair", 1)
+
+
+async def test_allreduce_takes_partial(net) -> None:
+    cs = await clients(net)
+    for m in MEMBERS[:3]:  # w4 never contributes
+        await cs[m].contribute("workers", 14, np.ones(8, np.int32))
+    got = await cs["w5"].allreduce("workers", 14, np.ones(8, np.int32), timeout=1.5, partial=True)
+    assert not got.complete and got.contributors == ["w1", "w2", "w3", "w5"] and got.array.tolist() == [4] * 8
+
+
+async def _no_route(client: icnd.Client, prefix: str) -> None:
+    """Until `client`'s node has no route for `prefix` (routing withdrew it)."""
+    with trio.fail_after(15):
+        while any(r["prefix"] == prefix for r in await client.command("route", "list")):
+            await trio.sleep(0.2)
+
+
+async def test_a_dead_rendezvous_fails_over_and_the_partial_comes_back(net) -> None:
+    """Issue #27: the default rendezvous spreads a group's segments over its
+    members' nodes; with w5 dead (killed, its routes withdrawn by link-state
+    routing) the segments rooted at w5 fail over to the next node of
+    `rendezvous_order` (w1, for every consumer), and ``partial=True``
+    returns the others' sum."""
+    cs = await clients(net)
+    info = await cs["w1"].create_group("spread", MEMBERS, segment_bytes=1024)
+    assert info["rendezvous"] == MEMBERS
+    x = np.arange(1280, dtype=np.int64)  # 10 segments: 4 and 9 start at w5
+    for i, m in enumerate(MEMBERS[:4]):
+        await cs[m].contribute("spread", 1, x * (i + 1))
+    await net.kill("w5")
+    for m in ("w1", "w2", "w3", "w4"):
+        await _no_route(cs[m], "/node/w5")
+    for consumer in ("w3", "w4"):
+        before = {m: (await counters(net, m))["agg_roots"] for m in MEMBERS[:4]}
+        r = await cs[consumer].reduce("spread", 1, timeout=4, partial=True)
+        assert not r.complete and r.contributors == MEMBERS[:4]
+        assert r.array.tolist() == (x * 10).tolist()
+        roots = {m: (await counters(net, m))["agg_roots"] - before[m] for m in MEMBERS[:4]}
+        assert roots == {"w1": 4, "w2": 2, "w3": 2, "w4": 2}  # w1: its own 0 and 5, and w5's 4 and 9
+
+
+async def test_rounds_handed_over_from_elsewhere_never_move_a_members_window(net) -> None:
+    """Issue #27: a client on another node contributes 20 far-ahead rounds as
+    member w1 (no trust schema: allowed); w1's own contributions for rounds
+    0..39 must all be stored, not refused "no longer kept here"."""
+    cs = await clients(net)
+    for rnd in range(1000, 1020):
+        await cs["w2"].contribute("workers", rnd, np.ones(4, np.int64), member="w1")
+    for rnd in range(40):
+        info = await cs["w1"].contribute("workers", rnd, np.full(4, rnd, np.int64))
+        assert info["added"] == 1, rnd
+    with pytest.raises(CommandError, match="no longer kept"):  # what w1 itself moved past stays gone
+        await cs["w2"].contribute("workers", 3, np.ones(4, np.int64), member="w1")
 
 
 def test_sync_facade_reduces(tmp_path) -> None:

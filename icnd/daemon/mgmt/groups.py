@@ -90,7 +90,10 @@ class GroupManager:
         (`icnd.reduction.segment` format) at ``offset``, back to back from 0
         to ``size`` (the memory file's size), so the store accounts for all
         of the memory it keeps mapped.  Each segment is stored as a view of
-        the mapping, checked like any contribution (`ContributionStore.add`)."""
+        the mapping, checked like any contribution (`ContributionStore.add`),
+        and every segment's header first, read from the file before it is
+        mapped (`ContributionStore.check_layout`): a file with a bad layout
+        costs the node a few small reads, not its size."""
         contrib = self.service.contrib
         try:
             group, member = arg(args, "group", str), arg(args, "member", str)
@@ -101,7 +104,11 @@ class GroupManager:
             if not _tiles(spans, size):
                 raise CommandError(400, "segments must be 1..%d [offset, length] pairs that tile the memory "
                                         "file from 0 to its size, in order" % MAX_SEGMENTS)
-            view = sealed_view(passed.take(), size, contrib.max_bytes)
+            try:
+                view = sealed_view(passed.take(), size, contrib.max_bytes,
+                                   check=lambda read: contrib.check_layout(group, member, rnd, spans, read))
+            except ReductionError as exc:
+                raise CommandError(exc.code, str(exc)) from None
         except CommandError:
             contrib.counters["contrib_shm_refused"] += 1
             raise
