@@ -18,7 +18,7 @@ operation, as management commands answer).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 import msgpack
 
@@ -35,14 +35,28 @@ class DecodeError(Error):
 
 
 class Timeout(Error):
-    """No answer before the deadline."""
+    """No answer before the deadline.  `missing`: who did not answer, where
+    the operation knows (the members of a reduction round that never
+    contributed, sorted); empty otherwise."""
+
+    def __init__(self, message: str = "", *, missing: Iterable[str] = ()) -> None:
+        super().__init__(message)
+        self.missing: tuple[str, ...] = tuple(missing)
 
 
 class Nacked(Error):
-    """The network refused the Interest; `reason` is the Nack reason label."""
+    """The network refused the Interest.  `reason` is the Nack reason label
+    (``no-route``, ``congestion``, ...), `detail` the refusing node's own
+    words (may be empty), `name` what was asked for (None when not known),
+    and `retries` how many times the consumer asked again, waiting for a
+    route, before it gave up (`icnd.objects.fetch.RouteWait`)."""
 
-    def __init__(self, reason: str, message: str = "") -> None:
+    def __init__(self, reason: str, message: str = "", *, name: Name | None = None, detail: str = "",
+                 retries: int = 0) -> None:
         self.reason = reason
+        self.detail = detail
+        self.name = name
+        self.retries = retries
         super().__init__(message or f"nacked: {reason}")
 
 
@@ -105,15 +119,22 @@ def error_fields(data: Data) -> tuple[str, str]:
         return "error", f"{data.name}: malformed error {bytes(data.content[:200]).decode('utf-8', 'replace')!r}"
 
 
-def error_exception(data: Data) -> Error:
+def error_exception(data: Data, what: Name | None = None) -> Error:
     """The exception an ERROR Data stands for: ``unauthorized`` →
-    `Unauthorized`, ``not-found`` → `NotFound`, a decimal status →
-    `CommandError`, anything else → `RemoteError(code, message)`."""
+    `Unauthorized` (its message says "unauthorized"), ``not-found`` →
+    `NotFound`, a decimal status → `CommandError`, anything else →
+    `RemoteError(code, message)`.  `what`: the name the message starts with
+    (a function's, rather than its call's long trigger name), default the
+    Data's; a producer's message that starts with that name already does
+    not repeat it."""
     code, message = error_fields(data)
-    if code == "unauthorized":
-        return Unauthorized(f"{data.name}: {message}")
-    if code == "not-found":
-        return NotFound(f"{data.name}: {message}")
+    if code in ("unauthorized", "not-found"):
+        what = data.name if what is None else what
+        for said in (f"{data.name}: ", f"{what}: "):
+            message = message.removeprefix(said)
+        if code == "unauthorized":
+            return Unauthorized(f"{what}: unauthorized: {message}")
+        return NotFound(f"{what}: {message}")
     if code.isdecimal() and code.isascii():
         return CommandError(int(code), message)
     return RemoteError(code, message)

@@ -26,7 +26,8 @@ against `icnd.Client`, so a method added to the client without a place here
 fails a test.  The same table makes `icnd.aio`, the asyncio facade.
 
 Errors are the client's own (`icnd.Error` subclasses, not wrapped in
-exception groups).  Deadlines are the client's: every client method has one
+exception groups, with a traceback of the calling thread only).  Deadlines
+are the client's: every client method has one
 (its ``timeout`` argument, or the node command's 10 s), and a call waiting
 when the client's loop ends (closed, or the node gone) raises `icnd.Error`
 at once.  Callables handed to the client (a ``serve`` handler, ``host``
@@ -64,7 +65,8 @@ METHODS: dict[str, str] = {
     "call": CALL, "publish": CALL, "unpublish": CALL, "publish_object": CALL, "fetch_manifest": CALL,
     "fetch_object": CALL, "fetch_segments": CALL,
     "create_group": CALL, "group": CALL, "contribute": CALL, "reduce": CALL, "allreduce": CALL,
-    "announce": CALL, "withdraw": CALL, "routing": CALL, "command": CALL, "node_name": CALL, "status": CALL,
+    "announce": CALL, "withdraw": CALL, "routing": CALL, "wait_routed": CALL,
+    "command": CALL, "node_name": CALL, "status": CALL,
     "aclose": CLOSE,
 }
 
@@ -288,12 +290,18 @@ class SyncHeld:
 
 
 def _wait(loop: ClientThread, future: concurrent.futures.Future[Any]) -> Any:
-    """`future`'s result, from a thread that may block; Ctrl-C cancels the call."""
+    """`future`'s result, from a thread that may block; Ctrl-C cancels the call.
+
+    An `icnd.Error` (an expected failure: its message says what, where and
+    why) is raised with this thread's frames only, not the client loop's
+    dozens (trio, the caller's retries) that say nothing to a script."""
     try:
         return future.result()
     except KeyboardInterrupt:
         loop.cancel(future)
         raise
+    except Error as exc:
+        raise exc.with_traceback(None)
 
 
 class SyncClient:

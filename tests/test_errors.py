@@ -10,8 +10,10 @@ from icnd.codec import decode, encode
 from icnd.errors import (
     CommandError,
     Error,
+    Nacked,
     NotFound,
     RemoteError,
+    Timeout,
     Unauthorized,
     error_data,
     error_exception,
@@ -50,7 +52,7 @@ def test_round_trip_through_signing_and_the_wire() -> None:
 @pytest.mark.parametrize(
     ("code", "kind", "text"),
     [
-        ("unauthorized", Unauthorized, "/fn/f/call: who are you"),
+        ("unauthorized", Unauthorized, "/fn/f/call: unauthorized: who are you"),
         ("not-found", NotFound, "/fn/f/call: who are you"),
         ("404", CommandError, "404: who are you"),
         ("409", CommandError, "409: who are you"),
@@ -65,6 +67,30 @@ def test_each_code_maps_to_one_exception(code: str, kind: type, text: str) -> No
     assert str(exc) == text
     if kind is CommandError:
         assert isinstance(exc, CommandError) and exc.status == int(code) and exc.message == "who are you"
+
+
+def test_a_refusal_says_unauthorized_once_naming_what_was_called() -> None:
+    """[issue 27, item 13] A host's refusal that starts with the call's own name
+    (as hosts write them) is not repeated; the caller may name the function
+    instead of its long trigger name."""
+    refusal = error_data(NAME, "unauthorized", f"{NAME}: /client/bob/KEY/1 may not call /fn/f")
+    assert str(error_exception(refusal)) == "/fn/f/call: unauthorized: /client/bob/KEY/1 may not call /fn/f"
+    exc = error_exception(refusal, icnd.Name("/fn/f"))
+    assert type(exc) is Unauthorized
+    assert str(exc) == "/fn/f: unauthorized: /client/bob/KEY/1 may not call /fn/f"
+
+
+def test_the_facts_are_attributes() -> None:
+    """[issue 27, item 13] `Nacked.reason` (and its detail, name, retries) and
+    `Timeout.missing`, so that code need not parse messages."""
+    nacked = Nacked("no-route", "/x: nobody serves it", name=icnd.Name("/x"), detail="d", retries=3)
+    assert (nacked.reason, nacked.detail, nacked.name, nacked.retries) == ("no-route", "d", icnd.Name("/x"), 3)
+    assert str(nacked) == "/x: nobody serves it"
+    assert (Nacked("congestion").detail, Nacked("congestion").retries, str(Nacked("congestion"))) == \
+        ("", 0, "nacked: congestion")
+    assert Timeout("no answer").missing == ()
+    late = Timeout("round 2 is incomplete", missing=["m4", "m3"])
+    assert late.missing == ("m4", "m3") and str(late) == "round 2 is incomplete"
 
 
 @pytest.mark.parametrize("content", [b"", b"\xc1", msgpack.packb({"code": "x"}), msgpack.packb([1, 2])])

@@ -79,6 +79,7 @@ def add_commands(subparsers: Any, parents: Parents) -> None:
     p.add_argument("--pure", action="store_true",
                    help="name the call by its arguments' digest so caches can answer it (pure functions)")
     p.add_argument("--timeout", type=positive_seconds, default=60.0, metavar="S",
-                   help="give up after S seconds (default: 60)")
+                   help="give up after S seconds, meanwhile waiting for a route to FN if there is none yet "
+                        "(default: 60)")
     p.add_argument("-o", "--output", metavar="FILE.npy", help="save an array result to FILE.npy")
     p.add_argument("--json", action="store_true", help="print the result as JSON")

@@ -303,7 +303,8 @@ def add_commands(subparsers: Any, parents: Parents) -> None:
     p.add_argument("name", metavar="NAME", type=name_arg, help="the name to fetch")
     p.add_argument("-o", "--output", metavar="FILE", help="write the content to FILE (default: stdout); written to a temporary file in the same directory and renamed on success, so a failed fetch leaves FILE untouched")
     p.add_argument("--timeout", type=positive_seconds, default=60.0, metavar="S",
-                   help="give up after S seconds (default: 60)")
+                   help="give up after S seconds, meanwhile waiting for a route to NAME if there is none yet "
+                        "(default: 60)")
     p.add_argument("--no-verify", action="store_true", help="do not verify signatures")
     p.add_argument("--can-be-prefix", action="store_true",
                    help="one Interest with CanBePrefix: any Data under NAME answers (ndnpeek -P)")

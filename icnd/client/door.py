@@ -38,8 +38,9 @@ reductions):
   digest only.
 
 A client given a certificate (``connect(key=..., cert=...)``) hands it to
-its node on connect (``repo publish``, its signature kept); the node serves
-it under the key name, so that others can fetch it.  A client with a key
+its node on connect (``cert/add``); the node serves it under the key name
+while the client is connected (and for good once Data signed by that key
+was published through the node), so that others can fetch it.  A client with a key
 and no certificate publishes none: others verify what it signs only if they
 know its key (their key chain) or get its certificate some other way (a
 self-signed one, ``cert=self_signed(key)``, is enough for integrity-only
@@ -62,7 +63,7 @@ from icnd.compute.caller import Caller
 from icnd.compute.host import FunctionHost, HostLimits
 from icnd.compute.registry import hosted
 from icnd.endpoint import DEFAULT_TIMEOUT, RETX_INTERVAL, Handler, OnPacket, resolve_socket_path
-from icnd.errors import CommandError, DecodeError, Error, Nacked, Timeout, VerificationError, error_data
+from icnd.errors import CommandError, DecodeError, Error, Timeout, VerificationError, error_data
 from icnd.faces.base import Face
 from icnd.faces import shm
 from icnd.faces.stream import StreamFace, connect_stream
@@ -101,7 +102,20 @@ class Client:
     and Nacks to pending Interests and hands incoming Interests to served
     handlers.  Made by `icnd.connect`, an async context manager: the client
     lives in its nursery and closes with it.  Call it from that trio run
-    only; blocking code uses `icnd.sync`, asyncio code uses `icnd.aio`."""
+    only; blocking code uses `icnd.sync`, asyncio code uses `icnd.aio`.
+
+    The methods, by what they are for:
+
+    - Data: `fetch`, `publish`, `unpublish`, `serve`; `verify`, `sign`.
+    - Functions: `call`, `host`.
+    - Objects: `publish_object`, `fetch_object`, `fetch_manifest`.
+    - Reductions: `allreduce`, `contribute`, `reduce`, `create_group`, `group`.
+    - Routing: `announce`, `withdraw`, `wait_routed`, `routing`.
+    - The node: `node_name`, `status`, `command`; `aclose`.
+
+    Attributes: `key` and `cert` (this client's signing key and
+    certificate, if any), `keychain` (the keys it knows), `validator` (whom
+    it believes), `counters`, `closed`."""
 
     def __init__(self, face: Face, nursery: trio.Nursery, *, key: SigningKey | None = None,
                  keychain: KeyChain | None = None, socket_path: str = "", cert: Certificate | None = None,
@@ -137,7 +151,8 @@ class Client:
 
     # --- plumbing --------------------------------------------------------------------
     def on_receive(self, face: Face, wire: bytes) -> None:
-        """The face's receive callback: hands each packet from the node to its waiter."""
+        """The face's receive callback: hands each packet from the node to its waiter.
+        Endpoint plumbing (`icnd.endpoint`), @private: not in the API reference."""
         try:
             packet = decode(wire)
         except DecodeError as exc:
@@ -217,7 +232,8 @@ class Client:
 
     def send(self, packet: Packet) -> None:
         """Send one packet to the node as it is; nothing waits for an answer.
-        Raises Error once the connection is closed."""
+        Raises Error once the connection is closed.
+        Endpoint plumbing (`icnd.endpoint`), @private: not in the API reference."""
         if self.face.closed:
             raise Error(f"connection to the node at {self.socket_path} is closed")
         self.face.send(encode(packet))
@@ -230,7 +246,8 @@ class Client:
         (None: never) it is sent again with a fresh nonce, so one loss does not
         cost the whole `timeout`.  A Nack ends the wait at once.  Raises
         `Nacked` (``.reason``: no-route, congestion, ...) or `Timeout` after
-        `timeout` seconds, never later."""
+        `timeout` seconds, never later.
+        Endpoint plumbing (`icnd.endpoint`), @private: not in the API reference."""
         return await self._express(interest, timeout, retx, ())
 
     async def _express(self, interest: Interest, timeout: float, retx: float | None, fds: Sequence[int]) -> Data:
@@ -262,21 +279,22 @@ class Client:
             if isinstance(result, Data):
                 return result
             if isinstance(result, Nack):
-                detail = f" ({result.detail})" if result.detail else ""
-                raise Nacked(result.reason.label, f"{interest.name}: nacked {result.reason.label}{detail}")
+                raise objects.nacked(result)
             if fds or trio.current_time() >= deadline:
                 raise Timeout(f"no answer for {interest.name} within {timeout:g}s")
             interest = interest.forwarded(interest.hop_limit, nonce=Interest(interest.name).nonce)
 
     def passes_fds(self) -> bool:
-        """True if this connection passes descriptors (a Unix socket to a node on this host)."""
+        """True if this connection passes descriptors (a Unix socket to a node on this host).
+        Endpoint plumbing (`icnd.endpoint`), @private: not in the API reference."""
         face = self.face
         return isinstance(face, StreamFace) and face.can_pass_fds and shm.available()
 
     async def command_fd(self, module: str, verb: str, *, timeout: float = 10.0, **args: Any) -> tuple[Any, int]:
         """`command` whose reply carries one descriptor (e.g. ``object/read-shm``):
         (result, descriptor), the caller owns and closes it.  One such command
-        at a time per client, so a reply and its descriptor always match."""
+        at a time per client, so a reply and its descriptor always match.
+        Endpoint plumbing (`icnd.endpoint`), @private: not in the API reference."""
         face = self.face
         if not isinstance(face, StreamFace) or not face.can_pass_fds:
             raise Error(f"the connection to {self.socket_path} cannot pass descriptors (not a Unix socket)")
@@ -292,7 +310,12 @@ class Client:
     async def fetch(self, name: NameLike, *, timeout: float = DEFAULT_TIMEOUT, can_be_prefix: bool = False,
                     must_be_fresh: bool = False, verify: bool = True, lifetime: float | None = None,
                     app_params: bytes | None = None) -> Data:
-        """Fetch one Data by name; raises Timeout, Nacked, RemoteError or VerificationError."""
+        """Fetch one Data by name; raises Timeout, Nacked, RemoteError or VerificationError.
+
+        A name nobody serves yet (a no-route Nack) is asked for again, 50 ms
+        later doubling to 1 s, until `timeout`: a producer that starts, or a
+        route that comes back, within it is waited for.  Then `Nacked`
+        (``.reason`` ``no-route``, ``.retries``) says nobody serves it."""
         return await objects.fetch(self, name, timeout=timeout, can_be_prefix=can_be_prefix,
                                    must_be_fresh=must_be_fresh, verify=verify, lifetime=lifetime,
                                    app_params=app_params)
@@ -356,7 +379,8 @@ class Client:
 
     @contextmanager
     def reflexive(self, component: bytes, handler: Handler) -> Iterator[None]:
-        """Answer reflexive Interests starting with `component` (an rnp=) meanwhile."""
+        """Answer reflexive Interests starting with `component` (an rnp=) meanwhile.
+        Endpoint plumbing (`icnd.endpoint`), @private: not in the API reference."""
         self._reflexive[component] = handler
         try:
             yield
@@ -365,7 +389,8 @@ class Client:
 
     @contextmanager
     def stream(self, prefix: Name, on_packet: OnPacket) -> Iterator[None]:
-        """Hand Data and Nacks named `prefix` plus one component to `on_packet` meanwhile."""
+        """Hand Data and Nacks named `prefix` plus one component to `on_packet` meanwhile.
+        Endpoint plumbing (`icnd.endpoint`), @private: not in the API reference."""
         key = prefix.comps
         self._streams[key] = on_packet
         try:
@@ -403,12 +428,13 @@ class Client:
                         pass
 
     async def _publish_own_cert(self) -> None:
-        """Hand this client's certificate to its node (``repo publish``, its
-        signature kept), which serves it under its key name: others fetch it
-        to verify what this client signs.  Done by `connect` (one command)."""
+        """Hand this client's certificate to its node (``cert/add``), which
+        serves it under its key name while this client is connected: others
+        fetch it to verify what this client signs.  Done by `connect` (one
+        command)."""
         if self.cert is None:
             return
-        await self.command("repo", "publish", packets=[encode(self.cert.data)], sign=False)
+        await self.command("cert", "add", packets=[encode(self.cert.data)])
 
     def _on_interest(self, interest: Interest) -> None:
         comps = interest.name.comps
@@ -463,8 +489,10 @@ class Client:
         `lifetime` is the trigger Interest's lifetime: work that takes longer
         comes back as a thunk.  Arguments up to 8 KiB (encoded) ride in the
         signed trigger itself (one round trip); larger ones, or any with
-        ``reflexive=True``, are pulled by the host over reflexive forwarding.  Raises RemoteError (the function raised or
-        refused), Unauthorized, Nacked (e.g. no-route: nobody serves `fn`),
+        ``reflexive=True``, are pulled by the host over reflexive
+        forwarding.  Raises RemoteError (the function raised or refused),
+        Unauthorized, Nacked (e.g. no-route: nobody serves `fn`, once the
+        call has waited for a route until `timeout`, as `fetch` does),
         Timeout."""
         return await self.caller.call(Name(fn), args, timeout=timeout, pure=pure, lifetime=lifetime,
                                       reflexive=reflexive)
@@ -539,7 +567,8 @@ class Client:
         resized and filled in place and returned (no copy of the whole object:
         the fastest way to fetch large objects).  Raises NotFound, Nacked,
         Timeout or VerificationError (naming the segment) — never hangs past
-        `timeout`."""
+        `timeout`.  Like `fetch`, it waits for a route within `timeout`, before
+        the object is found and while its segments come."""
         return await objects.fetch_object(self, name, timeout=timeout, verify=verify, out=out, progress=progress)
 
     async def fetch_segments(self, manifest: Manifest) -> bytes:
@@ -586,13 +615,16 @@ class Client:
         return await reduction.reduce(self, group, round, op, timeout=timeout, partial=partial, version=version)
 
     async def allreduce(self, group: str, round: int, array: Any, op: str = "sum", *, member: str | None = None,
-                        timeout: float = 10.0, out: Any = None) -> Any:
+                        timeout: float = 10.0, out: Any = None, partial: bool = False) -> Any:
         """Contribute `array` and fetch the aggregate every member fetches
         (one computation in the network for all of them): a numpy array.
         `out`: a C-contiguous array of the result's dtype and size to write
         it into (reused across rounds, as an MPI receive buffer is: no fresh
-        memory per round); ValueError if it does not fit."""
-        return await reduction.allreduce(self, group, round, array, op, member, timeout, out=out)
+        memory per round); ValueError if it does not fit.  As with `reduce`,
+        a round some member has not contributed to raises Timeout at the
+        deadline (``.missing`` names them), unless `partial`: then an
+        `icnd.Reduced` of what arrived, flagged."""
+        return await reduction.allreduce(self, group, round, array, op, member, timeout, out=out, partial=partial)
 
     # --- routing (docs/management.md#routing) -----------------------------------------------
     async def announce(self, prefix: NameLike) -> None:
@@ -613,6 +645,27 @@ class Client:
         """The node's routing state, as ``icnd routing --json`` prints it:
         neighbours, link-state database, announced prefixes, counters."""
         return await self.command("routing", "status")
+
+    async def wait_routed(self, prefix: NameLike, *, timeout: float = 10.0) -> None:
+        """Return once this client's node has a route that Interests under
+        `prefix` follow: a route for `prefix` or for one of its prefixes
+        (``icnd route list``).  For a program that hosts or serves a prefix
+        at one node and uses it from another: routing takes a moment to
+        spread a new prefix (``host()`` returns before it has).  Asks the
+        node's route table every 50 ms, doubling to 1 s; raises `Timeout`
+        after `timeout` seconds."""
+        prefix = Name(prefix)
+        covering = {prefix[:n].to_uri() for n in range(len(prefix) + 1)}
+        pause = objects.ROUTE_WAIT_FIRST
+        node: Name | str = f"the node at {self.socket_path}"
+        with trio.move_on_after(timeout):
+            node = await self.node_name()
+            while True:
+                if any(route["prefix"] in covering for route in await self.command("route", "list")):
+                    return
+                await trio.sleep(pause)
+                pause = min(pause * 2, objects.ROUTE_WAIT_MAX)
+        raise Timeout(f"{prefix}: no route at {node} within {timeout:g}s")
 
     # --- management -------------------------------------------------------------------------
     async def command(self, module: str, verb: str, *, timeout: float = 10.0, fds: Sequence[int] = (),

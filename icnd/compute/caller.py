@@ -15,7 +15,9 @@
 Every way ends the same: the result inline, a thunk polled until the result
 is stored as an object, or a signed ERROR raised as its exception.  A busy
 host (Nack no-resources) is retried with backoff under the same call-id,
-so no host ever runs a call twice.
+so no host ever runs a call twice; so is a function nobody serves yet (Nack
+no-route), until the call's deadline (`icnd.objects.fetch.RouteWait`): a
+host that starts, or a route that comes back, within it is waited for.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ from icnd.errors import (
     error_fields,
 )
 from icnd.name import T_SEGMENT, Name, generic, rnp, segment
-from icnd.objects.fetch import MAX_PUBLISH_CONTENT, fetch, fetch_object
+from icnd.objects.fetch import MAX_PUBLISH_CONTENT, RouteWait, express_routed, fetch, fetch_object, fresh
 from icnd.objects.manifest import DEFAULT_SEGMENT_SIZE, segment_count
 from icnd.packet import ContentType, Data, Interest, Nack, NackReason, SigType
 from icnd.security import DigestKey, Ed25519Key, HmacVerifyKey
@@ -138,6 +140,25 @@ class CallerSessions:
             self._by_fn.popitem(last=False)
 
 
+class _Refusals:
+    """How a call takes the Nacks of its trigger: every host busy
+    (no-resources, congestion) → back off (50 ms doubling to 1 s, jittered);
+    no route → wait for one (`RouteWait`, until the call's deadline, then
+    the "nobody serves it" error); any other reason is raised.  The caller
+    then sends the same call again."""
+
+    def __init__(self, fn: Name, deadline: float) -> None:
+        self.busy = BUSY_BACKOFF
+        self.routes = RouteWait(fn, deadline)
+
+    async def wait(self, exc: Nacked) -> None:
+        if exc.reason in ("no-resources", "congestion"):
+            await trio.sleep(self.busy * (0.5 + secrets.randbelow(1000) / 1000))
+            self.busy = min(self.busy * 2, MAX_BUSY_BACKOFF)
+        else:
+            await self.routes.retry(exc)
+
+
 class Caller:
     """Calls named functions through `ep`, with one identity and one set of
     sessions for all of them."""
@@ -205,7 +226,7 @@ class Caller:
         if offered:
             answer = await self._small_attempt(fn, call_id, encoded, offered, None, offered, deadline, lifetime)
             if answer is not None:
-                return await self._result(answer, deadline, verified=True)
+                return await self._result(answer, deadline, verified=True, what=fn)
         exchange = X25519PrivateKey.generate() if sessions.start_offer(fn, force=bool(offered)) else None
         try:
             answer = await self._small_attempt(fn, call_id, encoded, [], exchange, offered, deadline, lifetime)
@@ -214,7 +235,7 @@ class Caller:
                 sessions.end_offer(fn)
         if answer is None:
             raise RemoteError("protocol", f"{fn}: a signed call was answered session-unknown")
-        return await self._result(answer, deadline, verified=True)
+        return await self._result(answer, deadline, verified=True, what=fn)
 
     async def _small_attempt(self, fn: Name, call_id: bytes, encoded: list[bytes], sent: list[CallSession],
                              exchange: X25519PrivateKey | None, known: list[CallSession], deadline: float,
@@ -225,7 +246,7 @@ class Caller:
         whose MACs answers may carry (a signed retry may meet the answer of an
         earlier attempt that was MACed)."""
         interest = self._small_trigger(fn, call_id, encoded, sent, exchange, lifetime)
-        data = await self._express_busy(interest, deadline, lifetime)
+        data = await self._express_busy(fn, interest, deadline, lifetime)
         return await self._open_small_answer(fn, data, known, exchange, asked_sessions=bool(sent))
 
     def _small_trigger(self, fn: Name, call_id: bytes, encoded: list[bytes], offered: list[CallSession],
@@ -248,20 +269,17 @@ class Caller:
                 body["cert"] = cert
         return Interest.with_params(base, msgpack.packb(body, use_bin_type=True), lifetime_ms=int(lifetime * 1000))
 
-    async def _express_busy(self, interest: Interest, deadline: float, lifetime: float) -> Data:
-        """Express; every host busy (Nack no-resources) → back off and send the
-        same trigger again (same call-id, so no host runs it twice)."""
-        backoff = BUSY_BACKOFF
+    async def _express_busy(self, fn: Name, interest: Interest, deadline: float, lifetime: float) -> Data:
+        """Express; every host busy, or no route yet → wait (`_Refusals`) and
+        send the same trigger again (same call-id, so no host runs it twice)."""
+        refusals = _Refusals(fn, deadline)
         while True:
             try:
                 return await self.ep.express(interest, timeout=max(deadline - trio.current_time(), 0.01),
                                              retx=lifetime)
             except Nacked as exc:
-                if exc.reason not in ("no-resources", "congestion"):
-                    raise
-            await trio.sleep(backoff * (0.5 + secrets.randbelow(1000) / 1000))
-            backoff = min(backoff * 2, MAX_BUSY_BACKOFF)
-            interest = interest.forwarded(interest.hop_limit, nonce=Interest(interest.name).nonce)
+                await refusals.wait(exc)
+            interest = fresh(interest)
 
     async def _open_small_answer(self, fn: Name, data: Data, offered: list[CallSession],
                                  exchange: X25519PrivateKey | None, *, asked_sessions: bool = True) -> Data | None:
@@ -289,23 +307,21 @@ class Caller:
     # --- pure and RICE calls ----------------------------------------------------------------------
     async def _pure_call(self, fn: Name, params: bytes, deadline: float, lifetime: float) -> Any:
         interest = Interest.with_params(fn, params, lifetime_ms=int(lifetime * 1000))
-        data = await self.ep.express(interest, timeout=max(deadline - trio.current_time(), 0.01), retx=lifetime)
-        return await self._result(data, deadline)
+        data = await express_routed(self.ep, interest, timeout=max(deadline - trio.current_time(), 0.01),
+                                    retx=lifetime, what=fn)
+        return await self._result(data, deadline, what=fn)
 
     async def _rice_call(self, fn: Name, encoded: list[bytes], segment_size: int,
                          deadline: float, lifetime: float) -> Any:
-        """Invoke; every host busy (Nack no-resources) → back off and try again
-        with the same call-id (so no host ever runs it twice) and a fresh RNP."""
+        """Invoke; every host busy, or no route yet → wait (`_Refusals`) and try
+        again with the same call-id (so no host ever runs it twice) and a fresh RNP."""
         call_id = secrets.token_bytes(16)
-        backoff = BUSY_BACKOFF
+        refusals = _Refusals(fn, deadline)
         while True:
             try:
                 return await self._rice_attempt(fn, call_id, encoded, segment_size, deadline, lifetime)
             except Nacked as exc:
-                if exc.reason not in ("no-resources", "congestion"):
-                    raise
-            await trio.sleep(backoff * (0.5 + secrets.randbelow(1000) / 1000))
-            backoff = min(backoff * 2, MAX_BUSY_BACKOFF)
+                await refusals.wait(exc)
 
     async def _rice_attempt(self, fn: Name, call_id: bytes, encoded: list[bytes], segment_size: int,
                             deadline: float, lifetime: float) -> Any:
@@ -354,17 +370,19 @@ class Caller:
                     # silence for a whole lifetime means the TI was lost: re-express it
                     while trio.current_time() - activity[0] < lifetime:
                         await trio.sleep(lifetime - (trio.current_time() - activity[0]))
-        return await self._result(data, deadline)
+        return await self._result(data, deadline, what=fn)
 
     # --- the answer -------------------------------------------------------------------------------
-    async def _result(self, data: Data, deadline: float, *, verified: bool = False) -> Any:
-        """Turn a trigger answer (inline, thunk or error) into the result."""
+    async def _result(self, data: Data, deadline: float, *, verified: bool = False,
+                      what: Name | None = None) -> Any:
+        """Turn a trigger answer (inline, thunk or error) into the result;
+        an error names `what` (the function) rather than the trigger."""
         ep = self.ep
         if not verified:
             await ep.verify(data)
         while True:
             if data.content_type == ContentType.ERROR:
-                raise error_exception(data)
+                raise error_exception(data, what)
             if data.content_type == ContentType.BLOB:
                 return decode_value(data.content)
             if data.content_type != ContentType.THUNK:
@@ -373,7 +391,8 @@ class Caller:
             await trio.sleep(min(thunk["eta_ms"] / 1000.0, MAX_POLL_WAIT, max(deadline - trio.current_time(), 0)))
             name = Name(thunk["name"])
             found = await fetch(ep, name, can_be_prefix=True, must_be_fresh=True, verify=False,
-                                timeout=min(TI_LIFETIME, max(deadline - trio.current_time(), 0.05)))
+                                timeout=min(TI_LIFETIME, max(deadline - trio.current_time(), 0.05)),
+                                routes_until=deadline)
             if found.content_type in (ContentType.THUNK, ContentType.ERROR):
                 await ep.verify(found)
                 data = found

@@ -13,6 +13,15 @@ stores and serves (see `icnd.objects.manifest` for the names).
 
 `icnd.Client` offers each of these as a method; function hosts use
 `fetch_segments` to pull arguments and `publish_object` to store results.
+
+A consumer with time left waits for a route [issue #26, F1]: a ``no-route``
+Nack (nobody serves the name yet, or routing has not come back after a
+fault) is not the end while the consumer's timeout runs.  `RouteWait` asks
+again after 50 ms, doubling to 1 s, never past the deadline, and at the
+deadline raises one `Nacked` ("nobody serves it") that says how many times
+it asked and for how long.  `express_routed` is that around one exchange;
+`fetch`, `fetch_object` (every step and every segment), function calls
+(`icnd.compute.caller`) and reductions use it.
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ from typing import BinaryIO, Callable, Iterator
 import trio
 
 from icnd.codec import MAX_PARAMS_SIZE, encode, full_name, implicit_digest
-from icnd.endpoint import DEFAULT_TIMEOUT, Endpoint
+from icnd.endpoint import DEFAULT_TIMEOUT, RETX_INTERVAL, Endpoint
 from icnd.errors import CommandError, Error, Nacked, NotFound, Timeout, VerificationError, raise_for_error
 from icnd.faces import shm
 from icnd.name import T_DIGEST, T_VERSION, Name, NameLike
@@ -45,7 +54,7 @@ from icnd.objects.manifest import (
     parse_versioned,
     segment_index,
 )
-from icnd.packet import ContentType, Data, Interest, Nack, NackReason
+from icnd.packet import ContentType, Data, Interest, Nack, NackReason, new_nonce
 
 # A published Data travels to the node inside a management Interest's
 # parameters (codec.MAX_PARAMS_SIZE), less room for the command's framing.
@@ -56,15 +65,112 @@ MAX_BYTES_IN_FLIGHT = 8 * 1024 * 1024  # half a stream face's send queue (16 MiB
 MAX_SEGMENT_ATTEMPTS = 8
 MAX_CORRUPT_ATTEMPTS = 3
 
+ROUTE_WAIT_FIRST = 0.05  # seconds before asking again after the first no-route Nack
+ROUTE_WAIT_MAX = 1.0  # the wait doubles up to this
+ROUTE_WAIT_MARGIN = 0.1  # the last ask leaves this much of the deadline for its (local) Nack to come back
+NO_ROUTE = NackReason.NO_ROUTE.label
+
 Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
+
+
+# --- waiting for a route --------------------------------------------------------------------------
+class RouteWait:
+    """How a consumer waits for a route to `name` until `deadline` (trio
+    time): after each no-route Nack, `retry` returns when it is time to ask
+    again (50 ms, doubling to 1 s, never later than `ROUTE_WAIT_MARGIN`
+    before the deadline), or raises the final error once no time is left.
+    One per consumer operation; `retries` counts the asks after a Nack.
+
+        wait = RouteWait(name, deadline)
+        while True:
+            try:
+                return await ep.express(interest, timeout=deadline - trio.current_time())
+            except Nacked as exc:
+                await wait.retry(exc)      # other reasons are raised as they are
+            interest = fresh(interest)     # a new nonce"""
+
+    def __init__(self, name: NameLike, deadline: float) -> None:
+        self.name = Name(name)
+        self.deadline = deadline
+        self.started = trio.current_time()
+        self.retries = 0
+        self._backoff = ROUTE_WAIT_FIRST
+        self._detail = ""
+
+    async def retry(self, exc: Nacked) -> None:
+        """Return when it is time to ask again after `exc`; raise `exc` itself
+        if it is not a no-route Nack, and `error()` if the deadline is near."""
+        await trio.sleep(self.delay(exc))
+
+    def delay(self, exc: Nacked) -> float:
+        """`retry` for a caller that cannot sleep there (a pipeline): the
+        seconds to wait before asking again, counted as one retry."""
+        if exc.reason != NO_ROUTE:
+            raise exc
+        self._detail = exc.detail
+        left = self.deadline - ROUTE_WAIT_MARGIN - trio.current_time()
+        if left <= 0:
+            raise self.error()
+        wait = min(self._backoff, left)
+        self._backoff = min(self._backoff * 2, ROUTE_WAIT_MAX)
+        self.retries += 1
+        return wait
+
+    def routed(self) -> None:
+        """An answer came (a pipeline's segment): the next no-route waits the shortest time again."""
+        self._backoff = ROUTE_WAIT_FIRST
+
+    def error(self) -> Nacked:
+        """The no-route error that ends the wait: one sentence with the facts
+        (who, how many asks over how long, the last refusing node's words)."""
+        waited = trio.current_time() - self.started
+        said = f": {self._detail}" if self._detail else ""
+        return Nacked(NO_ROUTE, f"{self.name}: nobody serves it (no route after {self.retries} "
+                                f"{'retry' if self.retries == 1 else 'retries'} over {waited:.1f}s{said})",
+                      name=self.name, detail=self._detail, retries=self.retries)
+
+
+def nacked(nack: Nack) -> Nacked:
+    """The exception for a Nack that answered an Interest: one sentence
+    (the name, the reason, the refusing node's words once), the facts as
+    attributes."""
+    label = nack.reason.label
+    said = f" ({nack.detail})" if nack.detail else ""
+    return Nacked(label, f"{nack.name}: nacked {label}{said}", name=nack.name, detail=nack.detail)
+
+
+def fresh(interest: Interest) -> Interest:
+    """`interest` with a new nonce: the same question, asked again."""
+    return interest.forwarded(interest.hop_limit, nonce=new_nonce())
+
+
+async def express_routed(ep: Endpoint, interest: Interest, *, timeout: float, retx: float | None = RETX_INTERVAL,
+                         routes_until: float | None = None, what: NameLike | None = None) -> Data:
+    """`ep.express(interest)`, waiting for a route: after a no-route Nack the
+    Interest goes again (new nonce) as `RouteWait` paces it, until
+    `routes_until` (trio time; default: `timeout` from now), then the final
+    no-route `Nacked` naming `what` (default: the Interest's name).  Each
+    attempt waits at most `timeout` for an answer, never past that deadline.
+    Other Nacks and `Timeout` are raised as they come."""
+    wait = RouteWait(interest.name if what is None else what,
+                     trio.current_time() + timeout if routes_until is None else routes_until)
+    while True:
+        try:
+            return await ep.express(interest, retx=retx,
+                                    timeout=max(min(timeout, wait.deadline - trio.current_time()), 0.01))
+        except Nacked as exc:
+            await wait.retry(exc)
+        interest = fresh(interest)
 
 
 # --- one Data -------------------------------------------------------------------------------------
 async def fetch(ep: Endpoint, name: NameLike, *, timeout: float = DEFAULT_TIMEOUT, can_be_prefix: bool = False,
                 must_be_fresh: bool = False, verify: bool = True, lifetime: float | None = None,
-                app_params: bytes | None = None) -> Data:
+                app_params: bytes | None = None, routes_until: float | None = None) -> Data:
     """Fetch one Data by name; raises Timeout, Nacked, RemoteError (an
-    ERROR Data) or VerificationError."""
+    ERROR Data) or VerificationError.  A name with no route is asked for
+    again until `timeout` (or `routes_until`, trio time: see
+    `express_routed`) before it is Nacked no-route."""
     name = Name(name)
     lifetime_ms = int(1000 * (lifetime if lifetime is not None else min(timeout, 60.0)))
     if app_params is not None:
@@ -73,7 +179,7 @@ async def fetch(ep: Endpoint, name: NameLike, *, timeout: float = DEFAULT_TIMEOU
     else:
         interest = Interest(name, lifetime_ms=lifetime_ms, can_be_prefix=can_be_prefix,
                             must_be_fresh=must_be_fresh)
-    data = await ep.express(interest, timeout=timeout)
+    data = await express_routed(ep, interest, timeout=timeout, routes_until=routes_until, what=name)
     if verify:
         data = await verified(ep, interest, data, timeout)
     raise_for_error(data)
@@ -286,26 +392,30 @@ def _sendfile_all(out: int, src: int, size: int) -> None:
         done += got
 
 
-async def discover(ep: Endpoint, name: Name, timeout: float) -> Data:
-    """What the network has under `name`: its newest manifest, a segment, or a single Data."""
+async def discover(ep: Endpoint, name: Name, timeout: float, routes_until: float | None = None) -> Data:
+    """What the network has under `name`: its newest manifest, a segment, or
+    a single Data.  NotFound when nobody serves it (after waiting for a
+    route until `routes_until`, default `timeout` from now)."""
     try:
-        return await fetch(ep, name, timeout=timeout, can_be_prefix=True, must_be_fresh=True, verify=False)
+        return await fetch(ep, name, timeout=timeout, can_be_prefix=True, must_be_fresh=True, verify=False,
+                           routes_until=routes_until)
     except Nacked as exc:
-        if exc.reason == "no-route":
-            raise NotFound(f"{name}: no such object (nobody serves it: {exc})") from None
+        if exc.reason == NO_ROUTE:
+            raise NotFound(f"{name}: no such object: {str(exc).removeprefix(f'{name}: ')}") from None
         raise
 
 
 async def fetch_manifest(ep: Endpoint, name: NameLike, *, timeout: float = DEFAULT_TIMEOUT,
-                         verify: bool = True) -> Manifest:
+                         verify: bool = True, routes_until: float | None = None) -> Manifest:
     """The manifest of the newest version of object `name` (or of the
-    version named, when `name` ends with ``v=…``)."""
+    version named, when `name` ends with ``v=…``); a name with no route is
+    waited for until `timeout` from now, or `routes_until` (trio time)."""
     name = Name(name)
     comps = name.comps
     if comps and comps[-1][0] == T_VERSION:
         base, ver = name[:-1], int.from_bytes(comps[-1][1:], "big")
     else:
-        found = await discover(ep, name, timeout)
+        found = await discover(ep, name, timeout, routes_until)
         parsed = parse_versioned(found.name, name)
         if parsed is None:
             raise NotFound(f"{name} is not a published object ({found.name} answered)")
@@ -317,7 +427,7 @@ async def fetch_manifest(ep: Endpoint, name: NameLike, *, timeout: float = DEFAU
                 if found.content_type != ContentType.MANIFEST:
                     raise NotFound(f"{found.name} is not a manifest")
             return Manifest.decode(base, found.content)
-    data = await fetch(ep, manifest_name(base, ver), timeout=timeout, verify=verify)
+    data = await fetch(ep, manifest_name(base, ver), timeout=timeout, verify=verify, routes_until=routes_until)
     if data.content_type != ContentType.MANIFEST:
         raise NotFound(f"{data.name} is not a manifest")
     return Manifest.decode(base, data.content)
@@ -369,14 +479,15 @@ async def _fetch_object(ep: Endpoint, name: Name, timeout: float, verify: bool,
     deadline = trio.current_time() + timeout
     try:
         with trio.fail_at(deadline):
+            # each step waits `step_timeout` for an answer, and for a route until the deadline
             step_timeout = min(timeout, DEFAULT_TIMEOUT)
             if not (name.comps and name.comps[-1][0] == T_VERSION):
-                found = await discover(ep, name, step_timeout)
+                found = await discover(ep, name, step_timeout, deadline)
                 if found.name == name and found.content_type != ContentType.MANIFEST:
                     if stats is not None:
                         stats.segments, stats.bytes, stats.interests = 1, len(found.content), 1
                     return await _single(ep, found, out, verify, step_timeout, progress)
-            manifest = await fetch_manifest(ep, name, timeout=step_timeout, verify=verify)
+            manifest = await fetch_manifest(ep, name, timeout=step_timeout, verify=verify, routes_until=deadline)
             if manifest.size >= SHM_MIN and ep.passes_fds():  # stored by our own node? shared memory (#18)
                 whole = await _from_shared_memory(ep, manifest, out, progress, stats, step_timeout)
                 if whole is not None:
@@ -386,11 +497,11 @@ async def _fetch_object(ep: Endpoint, name: Name, timeout: float, verify: bool,
                 if len(buffer) != manifest.size:
                     buffer[manifest.size:] = b""
                     buffer.extend(bytes(manifest.size - len(buffer)))
-                await _fetch_into(ep, manifest, _BufferSink(buffer), progress, stats)
+                await _fetch_into(ep, manifest, _BufferSink(buffer), progress, stats, deadline)
                 return bytes(buffer) if out is None else buffer
             with _output_file(out) as f:
                 f.truncate(manifest.size)
-                await _fetch_into(ep, manifest, _FileSink(f.fileno()), progress, stats)
+                await _fetch_into(ep, manifest, _FileSink(f.fileno()), progress, stats, deadline)
             return b""
     except trio.TooSlowError:
         raise Timeout(f"{name}: object not complete within {timeout:g}s") from None
@@ -526,8 +637,8 @@ async def fetch_segments(ep: Endpoint, manifest: Manifest) -> bytes:
 
 
 async def _fetch_into(ep: Endpoint, manifest: Manifest, sink: "_Sink", progress: Progress | None,
-                      stats: FetchStats | None = None) -> None:
-    pipeline = _SegmentPipeline(ep, manifest, sink, progress)
+                      stats: FetchStats | None = None, routes_until: float | None = None) -> None:
+    pipeline = _SegmentPipeline(ep, manifest, sink, progress, routes_until)
     with ep.stream(manifest.prefix, pipeline.on_packet):
         await pipeline.run()
     if stats is not None:
@@ -559,9 +670,18 @@ class _FileSink(_Sink):
 class _SegmentPipeline:
     """One object fetch: a window of outstanding segment Interests (AIMD),
     RTO from SRTT + 4·RTTVAR with backoff, retransmission with fresh nonces,
-    out-of-order placement into the sink, digest check of every segment."""
+    out-of-order placement into the sink, digest check of every segment.
 
-    def __init__(self, ep: Endpoint, manifest: Manifest, sink: _Sink, progress: Progress | None) -> None:
+    With `routes_until` (trio time), a segment Nacked no-route is parked,
+    not failed (its asks not counted against `MAX_SEGMENT_ATTEMPTS`): while
+    segments are parked, nothing is sent but one probe, a parked segment
+    asked again when `RouteWait` says; the first Data that arrives sends
+    every parked segment again; at `routes_until`, the final no-route error.
+    Without it (a host pulling a call's arguments, whose caller is gone
+    when there is no route back) no-route fails at once."""
+
+    def __init__(self, ep: Endpoint, manifest: Manifest, sink: _Sink, progress: Progress | None,
+                 routes_until: float | None = None) -> None:
         self.ep = ep
         self.manifest = manifest
         self.sink = sink
@@ -583,6 +703,9 @@ class _SegmentPipeline:
         self.lifetime_ms = 4000
         self.interests_sent = 0
         self.retransmissions = 0  # Interests for a segment asked before (`FetchStats`)
+        self.route_wait = None if routes_until is None else RouteWait(manifest.prefix, routes_until)
+        self.parked: list[int] = []  # segments Nacked no-route, waiting for the route
+        self.parked_until: float | None = None  # when to probe again (None: a probe is out, or nothing parked)
 
     def on_packet(self, packet: Data | Nack) -> None:
         self.arrived.append(packet)
@@ -604,7 +727,12 @@ class _SegmentPipeline:
         total = self.manifest.segments
         while self.done < total:
             now = trio.current_time()
-            while len(self.outstanding) < self.window.size and (self.retx or self.next_index < total):
+            if self.parked_until is not None and now >= self.parked_until:  # time to probe the route
+                self.retx.append(self.parked.pop())
+                self.parked_until = None
+            window = 1 if self.parked else self.window.size  # no route: the probe alone
+            while (self.parked_until is None and len(self.outstanding) < window
+                   and (self.retx or self.next_index < total)):
                 if self.retx:
                     index = self.retx.pop()
                 else:
@@ -612,8 +740,11 @@ class _SegmentPipeline:
                     self.next_index += 1
                 self._send(index, now)
             rto = self.rtt.timeout()
-            earliest = min((sent for sent, _, _ in self.outstanding.values()), default=now)
-            with trio.move_on_at(earliest + rto):
+            earliest = min((sent for sent, _, _ in self.outstanding.values()), default=None)
+            wake = now + rto if earliest is None else earliest + rto
+            if self.parked_until is not None and (earliest is None or self.parked_until < wake):
+                wake = self.parked_until
+            with trio.move_on_at(wake):
                 await self.wakeup.wait()
             self.wakeup = trio.Event()
             arrived, self.arrived = self.arrived, []
@@ -645,9 +776,19 @@ class _SegmentPipeline:
                 self.window.on_loss(now, self.rtt.srtt or self.rtt.rto)
                 self.retx.append(index)
                 return
-            raise Nacked(packet.reason.label, f"{packet.name}: nacked {packet.reason.label}"
-                         + (f" ({packet.detail})" if packet.detail else ""))
+            if packet.reason is not NackReason.NO_ROUTE or self.route_wait is None:
+                raise nacked(packet)
+            if self.parked_until is None:  # one wait for every segment the outage Nacks
+                self.parked_until = now + self.route_wait.delay(nacked(packet))
+            self.parked.append(index)
+            self.attempts[index] -= 1
+            return
         del self.outstanding[index]
+        if self.route_wait is not None:
+            self.route_wait.routed()
+            if self.parked:  # the route is back
+                self.retx.extend(self.parked)
+                self.parked, self.parked_until = [], None
         manifest = self.manifest
         if not check_segment(manifest, index, packet.content):
             bad = self.corrupt[index] = self.corrupt.get(index, 0) + 1

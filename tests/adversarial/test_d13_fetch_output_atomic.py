@@ -37,7 +37,7 @@ def _patch(monkeypatch: pytest.MonkeyPatch, *, complete: bool) -> None:
     async def fake_manifest(ep, name, **kw):  # type: ignore[no-untyped-def]
         return _manifest()
 
-    async def fake_fetch_into(ep, manifest, sink, progress, stats=None):  # type: ignore[no-untyped-def]
+    async def fake_fetch_into(ep, manifest, sink, progress, stats=None, deadline=None):  # type: ignore[no-untyped-def]
         sink.write(0, BLOB[:SEG])  # the first segment arrives ...
         if complete:
             for off in range(SEG, len(BLOB), SEG):

@@ -43,7 +43,7 @@ def test_an_asyncio_program_fetches_serves_hosts_and_gets_icnd_errors(node_socke
                 assert functions is not None
                 assert await other.call("/fn/triple", 14) == 42
             with pytest.raises(icnd.Nacked) as info:
-                await other.fetch("/aio/nobody", timeout=2)
+                await other.fetch("/aio/nobody", timeout=0.5)
             assert info.value.reason == "no-route"
             assert (await c.status())["name"] == "/node/s"
             assert (await c.sign(icnd.Data("/aio/x", b"x"))).sig_value  # a plain method: a coroutine too

@@ -79,8 +79,8 @@ async def test_errors(net) -> None:
         await c.call("/fn/add/not-a-call-shape/x")
     assert info.value.code == "no-such-function"
     with pytest.raises(icnd.Nacked) as nack:
-        await c.call("/fn/nobody-serves-this", 1)
-    assert nack.value.reason == "no-route"
+        await c.call("/fn/nobody-serves-this", 1, timeout=0.5)  # after waiting for a route that never came
+    assert nack.value.reason == "no-route" and "/fn/nobody-serves-this: nobody serves it" in str(nack.value)
 
 
 async def test_pure_function_runs_once_for_equal_calls(net) -> None:

@@ -19,7 +19,7 @@ def test_sync_publish_fetch_serve_and_errors(node_socket) -> None:
         with c.serve("/sync/echo", lambda interest: b"echo:" + bytes(interest.name[-1])):
             assert other.fetch("/sync/echo/abc").content == b"echo:abc"
         with pytest.raises(icnd.Nacked) as info:
-            other.fetch("/sync/nobody", timeout=2)
+            other.fetch("/sync/nobody", timeout=0.5)
         assert info.value.reason == "no-route"
         assert c.status()["name"] == "/node/s"
 
@@ -42,12 +42,12 @@ def test_sync_host_serve_and_contexts_enter_and_leave_in_the_client_loop(node_so
             assert functions is not None  # the FunctionHost, as `async with c.host(...) as h` gives
             assert caller.call("/fn/double", 21) == 42
         with pytest.raises(icnd.Nacked):
-            caller.call("/fn/double", 1, timeout=2)
+            caller.call("/fn/double", 1, timeout=0.5)
         with host.serve("/synchost/a", lambda interest: b"a"), host.serve("/synchost/b", lambda interest: b"b"):
             assert caller.fetch("/synchost/b/1").content == b"b"
             assert caller.fetch("/synchost/a/1").content == b"a"
         with pytest.raises(icnd.Nacked):
-            caller.fetch("/synchost/a/2", timeout=2)
+            caller.fetch("/synchost/a/2", timeout=0.5)
         with host.reflexive(b"\x01", lambda interest: None), host.stream(icnd.Name("/synchost/s"), print):
             assert b"\x01" in host.client._reflexive and icnd.Name("/synchost/s").comps in host.client._streams
         assert not host.client._reflexive and not host.client._streams
