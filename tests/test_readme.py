@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -151,6 +152,36 @@ def end_all(path: str) -> None:
             time.sleep(0.1)
 
 
+def run_blocks(doc: Path, scratch: str, env: dict[str, str],
+               transform: Callable[[str], str] = lambda code: code) -> dict[str, str]:
+    """Run `doc`'s runnable blocks in order in `scratch`: ```sh blocks in one bash session, each
+    ```python block as a script; every block must succeed.  Returns each Python block's stdout by code."""
+    shell = Shell(scratch, env)
+    outputs: dict[str, str] = {}
+    try:
+        for n, (lang, code, runs) in enumerate(blocks(doc.read_text())):
+            if not runs:
+                continue
+            code = transform(code)
+            if lang == "sh":
+                shell.run(code, n, BLOCK_TIMEOUT)
+                continue
+            script = Path(scratch) / f"block{n}.py"
+            script.write_text(code)
+            try:
+                result = subprocess.run([sys.executable, str(script)], cwd=scratch, env=env,
+                                        capture_output=True, text=True, timeout=BLOCK_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"{doc.name} python block {n} did not finish within {BLOCK_TIMEOUT:g}s:\n{code}")
+            assert result.returncode == 0, \
+                f"{doc.name} python block {n} failed:\n{code}\n--- output:\n{result.stdout}{result.stderr}"
+            outputs[code] = result.stdout
+    finally:
+        shell.close()
+        end_all(scratch)
+    return outputs
+
+
 def test_the_readme_runs_as_written() -> None:
     with short_tempdir("icnd-readme-") as scratch:
         ports = dict(zip(EXAMPLE_PORTS, map(str, free_ports(len(EXAMPLE_PORTS)))))
@@ -158,25 +189,5 @@ def test_the_readme_runs_as_written() -> None:
         env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
                "PYTHONUNBUFFERED": "1"}
         env.pop("ICND_SOCKET", None)
-        shell = Shell(scratch, env)
-        try:
-            for n, (lang, code, runs) in enumerate(blocks(README.read_text())):
-                if not runs:
-                    continue
-                code = substitute(code, scratch, ports)
-                if lang == "sh":
-                    shell.run(code, n, BLOCK_TIMEOUT)
-                    continue
-                script = Path(scratch) / f"block{n}.py"
-                script.write_text(code)
-                try:
-                    result = subprocess.run([sys.executable, str(script)], cwd=scratch, env=env,
-                                            capture_output=True, text=True, timeout=BLOCK_TIMEOUT)
-                except subprocess.TimeoutExpired:
-                    pytest.fail(f"README python block {n} did not finish within {BLOCK_TIMEOUT:g}s:\n{code}")
-                assert result.returncode == 0, \
-                    f"README python block {n} failed:\n{code}\n--- output:\n{result.stdout}{result.stderr}"
-        finally:
-            shell.close()
-            end_all(scratch)
+        run_blocks(README, scratch, env, lambda code: substitute(code, scratch, ports))
         assert not processes_naming(scratch)

@@ -10,6 +10,9 @@ within `INLINE_BUDGET` comes back in the trigger's Data; a later one as a
 thunk, stored as an object under ``/node/<host>/thunk/<id>`` when done and
 kept for the retention time.  Every refusal or failure is a signed ERROR
 (`icnd.errors.error_data`) whose message is cut at `MAX_ERROR_MESSAGE`.
+Answers are signed with the endpoint's key; a host without one (a keyless
+client) has its node sign them (`_signed_by_node`), since callers refuse
+digest-only answers.
 Sessions (see `icnd.compute.caller.CallerSessions`) let a known caller's
 small calls be proven, and answered, by MACs instead of signatures.
 The policy is one method, `_admits`, for every form of call: the allow list
@@ -26,7 +29,8 @@ import logging
 import secrets
 import time
 from collections import OrderedDict, deque
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 
 import msgpack
@@ -211,6 +215,7 @@ class FunctionHost:
         self._running: dict[Name, int] = dict.fromkeys((f.prefix for f in functions), 0)
         self._workers = workers
         self._reported: dict[Name, tuple[int, int]] = {}  # what the node was last told
+        self._told: dict[Name, tuple[int, int, int]] = {}  # (calls, capacity, load) function/report last said
         self._load_changed = trio.Event()
         self.load_reports = 0  # ("routing", "load") commands the node accepted
         self._report_error_logged = False
@@ -236,6 +241,8 @@ class FunctionHost:
             for f in self.functions:
                 await stack.enter_async_context(self.ep.serve(f.prefix, self._on_call))
             await stack.enter_async_context(self.ep.serve(self.thunk_prefix, self._on_poll))
+            if self.ep.key is None:  # callers refuse digest-only answers: the node signs them
+                await stack.enter_async_context(self._signed_by_node())
             nursery.start_soon(self._expire_results)
             nursery.start_soon(self._report_load)
             task_status.started(self)
@@ -246,6 +253,27 @@ class FunctionHost:
                 self.threads.close()
                 if self.processes is not None:
                     self.processes.close()
+
+    @asynccontextmanager
+    async def _signed_by_node(self) -> AsyncIterator[None]:
+        """Meanwhile, the node signs this keyless host's answers with its own
+        key (``signing/add`` of every prefix served,
+        `icnd.daemon.producers.KeylessSigning`), as it signs what a keyless
+        client publishes.  Raises `CommandError` if the node refuses; stops
+        (``signing/remove``) when the host does."""
+        added: list[Name] = []
+        try:
+            for prefix in [f.prefix for f in self.functions] + [self.thunk_prefix]:
+                await self.ep.command("signing", "add", prefix=prefix.to_uri())
+                added.append(prefix)
+            yield
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(2):
+                for prefix in added:
+                    try:
+                        await self.ep.command("signing", "remove", prefix=prefix.to_uri())
+                    except Error:  # the connection is gone: so are the node's signatures for it
+                        break
 
     # --- capacity and load, announced through routing (compute-aware anycast) -------------------
     def _admit(self, fn: HostedFunction, delta: int) -> None:
@@ -270,19 +298,23 @@ class FunctionHost:
         return out
 
     async def _report_load(self) -> None:
-        """Tell the node each prefix's capacity and load with ``("routing",
-        "load")`` when they change, at most every `LOAD_REPORT_INTERVAL`
-        (calls never wait for it: they only set an event).  The node
-        announces them with the prefix (its routing rate-limits load-only
-        changes again).  A node without routing answers 409: reporting stops
-        quietly; any other failure is logged once and the next change is
-        reported anyway.  The first report goes at once (the capacity)."""
+        """Tell the node each prefix's calls, capacity and load when they
+        change, at most every `LOAD_REPORT_INTERVAL` (calls never wait for
+        it: they only set an event): with ``("function", "report")``, which
+        its status page lists (`_report_calls`), and with ``("routing",
+        "load")``, which it announces with the prefix (its routing
+        rate-limits load-only changes again).  A node without routing
+        answers the latter 409: that part stops quietly; any other failure
+        is logged once and the next change is reported anyway.  The first
+        report goes at once (the capacity)."""
+        routing = True  # until the node answers that it has none
         self._load_changed.set()
         while True:
             await self._load_changed.wait()
             self._load_changed = trio.Event()
             for prefix, state in self.load().items():
-                if self._reported.get(prefix) == state:
+                await self._report_calls(prefix, state)
+                if not routing or self._reported.get(prefix) == state:
                     continue
                 try:
                     with trio.fail_after(LOAD_REPORT_TIMEOUT):
@@ -291,7 +323,8 @@ class FunctionHost:
                 except CommandError as exc:
                     if exc.status == 409:
                         log.debug("not reporting load: %s", exc.message)
-                        return
+                        routing = False
+                        continue
                     self._report_failed(prefix, exc)
                     continue
                 except (Error, trio.TooSlowError) as exc:
@@ -300,6 +333,22 @@ class FunctionHost:
                 self._reported[prefix] = state
                 self.load_reports += 1
             await trio.sleep(LOAD_REPORT_INTERVAL)
+
+    async def _report_calls(self, prefix: Name, state: tuple[int, int]) -> None:
+        """``("function", "report")`` of `prefix` with its calls and `state`
+        (capacity, load), when it changed: the node lists the function on its
+        status page (`icnd.daemon.mgmt.functions`)."""
+        report = (self.calls.get(prefix, 0), *state)
+        if self._told.get(prefix) == report:
+            return
+        try:
+            with trio.fail_after(LOAD_REPORT_TIMEOUT):
+                await self.ep.command("function", "report", prefix=prefix.to_uri(), calls=report[0],
+                                      capacity=state[0], load=state[1])
+        except (Error, trio.TooSlowError) as exc:
+            self._report_failed(prefix, exc)
+            return
+        self._told[prefix] = report
 
     def _report_failed(self, prefix: Name, exc: BaseException) -> None:
         if not self._report_error_logged:
@@ -343,6 +392,7 @@ class FunctionHost:
             self.counters["fn_bad_calls"] += 1
             return self._error(interest.name, "no-such-function", f"{interest.name} is not served here")
         self.calls[fn.prefix] += 1
+        self._load_changed.set()  # the node's status page shows the calls (_report_calls)
         rest = interest.name.comps[len(fn.prefix):]
         if len(rest) == 1 and rest[0][0] == T_PARAMS and interest.app_params is not None:
             return await self._pure_call(fn, interest)
@@ -606,15 +656,19 @@ class FunctionHost:
         if admitted, else why not.  `principal` is the caller's proven key name
         (`public_key` its key; `cert` the certificate the call carried, if
         any), None for an anonymous call (a ``params-sha256=`` pure call
-        carries no proof).  An anonymous call is admitted only by a pure
-        function without an allow list: a host with an allow list answers only
-        proven callers, each under its own call's name, so no result of it is
-        ever cacheable by a name anyone may ask for.  A proven caller's key
-        name must match the allow list (name prefixes or schema patterns) and,
-        when the host's validator has a trust schema, its certificate chain
-        must reach an anchor, every certificate valid now."""
+        carries no proof).  An anonymous call is admitted only by a function
+        without an allow list: a host with an allow list answers only proven
+        callers, each under its own call's name, so no result of it is ever
+        cacheable by a name anyone may ask for (and a caller it may refuse
+        learns nothing about the function, not even whether it is pure).  A
+        proven caller's key name must match the allow list (name prefixes or
+        schema patterns) and, when the host's validator has a trust schema,
+        its certificate chain must reach an anchor, every certificate valid
+        now.  The reason goes to the caller: it names the caller and the
+        function, never the host's files (a chain's refusal names the schema
+        by its path: that stays in the host's log)."""
         if principal is None:
-            if fn.info.pure and not fn.allow:
+            if not fn.allow:
                 return None
             return (f"{fn.prefix} admits only proven callers: call it signed (a params-sha256 name alone "
                     "proves no caller)")
@@ -630,7 +684,9 @@ class FunctionHost:
         try:
             await validator.validate_key(principal, public_key, self._fetch_cert)
         except VerificationError as exc:
-            return f"{principal} may not call {fn.prefix}: {exc}"
+            log.debug("refused a call of %s by %s: %s", fn.prefix, principal, exc)
+            why = str(exc).replace(validator.schema.source, "the host's trust schema")
+            return f"{principal} may not call {fn.prefix}: {why}"
         return None
 
     @staticmethod
@@ -649,15 +705,16 @@ class FunctionHost:
         return await self.ep.fetch_key(key_name, timeout=2.0)
 
     async def _pure_call(self, fn: HostedFunction, interest: Interest) -> Data | Nack | None:
-        """An anonymous ``/fn/NAME/params-sha256=<d>`` call: the policy first,
-        then the memo, then admission like any call."""
-        if not fn.info.pure:
-            self.counters["fn_bad_calls"] += 1
-            return self._error(interest.name, "not-pure", f"{fn.prefix} is not a pure function")
+        """An anonymous ``/fn/NAME/params-sha256=<d>`` call: the policy first
+        (before anything about the function is told, its purity included),
+        then purity, then the memo, then admission like any call."""
         refusal = await self._admits(fn, None)
         if refusal is not None:
             self.counters["fn_unauthorized"] += 1
             return self._error(interest.name, "unauthorized", refusal)
+        if not fn.info.pure:
+            self.counters["fn_bad_calls"] += 1
+            return self._error(interest.name, "not-pure", f"{fn.prefix} is not a pure function")
         key = (fn.prefix.comps, interest.name.comps[-1])
         memo = self._memo_get(key)
         if memo is not None:

@@ -37,9 +37,10 @@ Interest's parameters: the answer is cacheable, so equal calls from anyone
 are answered by Content Stores; the host also memoizes pure RICE calls.
 Such a call proves no caller, so it passes the same policy as any call as an
 *anonymous* one: only a function without an allow list answers it; a host
-with an allow list refuses it ``unauthorized`` and the caller makes a proven
-call instead (whose answer, memoized or not, is named by its call-id and
-never cacheable).
+with an allow list refuses it ``unauthorized`` -- before anything else, so
+a caller it may refuse learns nothing of the function, not even whether it
+is pure -- and the caller makes a proven call instead (whose answer,
+memoized or not, is named by its call-id and never cacheable).
 """
 
 from __future__ import annotations

@@ -107,6 +107,8 @@ class ObjectManager:
             manifest = self.service.commit(arg(args, "upload", str), signed)
         except (ObjectStoreError, TableFull) as exc:
             raise CommandError(409, str(exc)) from None
+        if signed is not None and self.on_published is not None:
+            self.on_published(signed)
         return _manifest_info(manifest)
 
     async def abort(self, face: Face, args: dict[str, Any]) -> Any:
@@ -133,10 +135,20 @@ class ObjectManager:
         """All of an upload's bytes at once, in a sealed memory file whose
         descriptor came with this command (issue #18, `icnd.faces.shm`):
         stored and hashed as `append` would, a chunk at a time with a
-        checkpoint between chunks (so forwarding goes on meanwhile)."""
+        checkpoint between chunks (so forwarding goes on meanwhile).  The
+        upload and the size are checked before the file is mapped; refusals
+        are counted in ``object_shm_refused``."""
         objects = self.service.objects
-        upload, size = arg(args, "upload", str), arg(args, "size", int)
-        view = sealed_view(passed.take(), size, objects.capacity_bytes)
+        try:
+            upload, size = arg(args, "upload", str), arg(args, "size", int)
+            try:
+                view = sealed_view(passed.take(), size, objects.capacity_bytes,
+                                   check=lambda read: objects.check_append(upload, 0, size))
+            except ObjectStoreError as exc:
+                raise CommandError(409, str(exc)) from None
+        except CommandError:
+            objects.counters["object_shm_refused"] += 1
+            raise
         received = 0
         try:
             for offset in range(0, size, SHM_APPEND_CHUNK):
