@@ -1,1 +1,2 @@
-"""Example applications for icnd (run from a checkout: `python -m apps.<name>`)."""
+"""Example applications for icnd, installed with it (``--function apps.functions:NAME=/fn/NAME``;
+``python -m apps.fedavg``, whose default topology is the checkout's)."""

@@ -26,7 +26,7 @@ from icnd.cli import session
 from icnd.cli.errors import CliError
 from icnd.cli.options import (Arg, Parents, add_command, add_group, arg, face_arg, name_arg, nonneg_int,
                               nonneg_number, nonneg_seconds, positive_int, probability)
-from icnd.cli.output import duration, format_table, print_json, print_text
+from icnd.cli.output import duration, format_table, print_json, print_text, terminal_width
 from icnd.name import Name
 from icnd.packet import ContentType
 
@@ -95,14 +95,14 @@ def add_table(subparsers: Any, table: Iterable[Verb | Group], parents: Parents) 
             add_verb(subparsers, entry, parents)
         else:
             default = next((functools.partial(run_verb, v) for v in entry.verbs if v.name == entry.default), None)
-            verbs = add_group(subparsers, entry.name, entry.help, entry.description, default=default)
+            verbs = add_group(subparsers, entry.name, entry.help, entry.description, default=default, node=True)
             for verb in entry.verbs:
                 add_verb(verbs, verb, parents)
 
 
 def table(header: Sequence[str], rows: Callable[[Any], Iterable[Sequence[Any]]]) -> Human:
-    """A human form: the result as an aligned table under `header`."""
-    return lambda args, result: format_table(list(rows(result)), header)
+    """A human form: the result as an aligned table under `header`, fit to the terminal (`terminal_width`)."""
+    return lambda args, result: format_table(list(rows(result)), header, width=terminal_width())
 
 
 # --- how results read -------------------------------------------------------------------------
@@ -207,8 +207,15 @@ def _link_text(face: dict) -> str:
 
 
 def _face_flags(face: dict) -> str:
-    flags = [flag for flag in ("local", "persistent") if face.get(flag)]
-    return ",".join(flags) or "-"
+    """``local``, then the face's persistency as NFD names it: ``permanent`` (a face the configuration
+    names: reconnected, never dropped; ``down`` while its peer is away), ``persistent`` (made by
+    ``face create`` or ``route add``: never closed as idle) or ``on-demand`` (a peer's, closed when idle)."""
+    flags = ["local"] if face.get("local") else []
+    if face.get("permanent"):
+        flags.append("permanent" if face.get("state", "up") == "up" else "permanent,down")
+    else:
+        flags.append("persistent" if face.get("persistent") else "on-demand")
+    return ",".join(flags)
 
 
 def _face_rows(faces: list[dict]) -> Iterable[Sequence[Any]]:
@@ -226,7 +233,8 @@ FACE = arg("face", metavar="FACE", type=face_arg, help="face id or face URI")
 NFDC: tuple[Verb | Group, ...] = (
     Group("face", "list, create and destroy faces, emulate links", "List, create and destroy the node's faces, "
           "and emulate link properties (delay, loss, bandwidth) on a face's outgoing traffic.", (
-        Verb("list", "list faces (id, remote and local URI, flags, packets in/out)", ("face", "list"),
+        Verb("list", "list faces (id, remote and local URI, flags: local, permanent|persistent|on-demand; "
+             "packets in/out)", ("face", "list"),
              table(("ID", "REMOTE", "LOCAL", "FLAGS", "IN", "OUT"), _face_rows)),
         Verb("create", "create a persistent face to URI (or return the existing one)", ("face", "create"),
              lambda args, f: f"face {f['id']} {f['remote_uri']} ({_face_flags(f)})",

@@ -22,6 +22,8 @@ SOCKET_HELP = (
 
 
 def name_arg(text: str) -> Name:
+    if not text:  # (Name("") is the root name: a forgotten shell variable must not fetch or route "/")
+        raise argparse.ArgumentTypeError("an empty name: give a name URI such as /demo/hello ('/' for the root)")
     try:
         return Name(text)
     except ValueError as exc:
@@ -206,14 +208,16 @@ def add_command(
 
 
 def add_group(subparsers: Any, name: str, help: str, description: str, *, dest: str = "verb",
-              metavar: str = "VERB", default: Handler | None = None) -> Any:
+              metavar: str = "VERB", default: Handler | None = None, node: bool = False) -> Any:
     """A command made of verbs (``icnd face list``): returns the subparsers to add the verbs to.
 
     With a `default` handler the verb may be left out (``icnd route`` lists,
-    as ``nfdc route`` does); the group then takes ``--socket`` and ``--json``
-    itself."""
+    as ``nfdc route`` does).  A group whose verbs talk to a node (`node`, or
+    a `default`) takes ``--socket`` and ``--json`` before its verb as well
+    (``icnd face --socket X list``), as the top level does."""
     group = subparsers.add_parser(name, help=help, description=description)
     if default is not None:
         group.set_defaults(handler=default)
+    if node or default is not None:
         add_outer_options(group, json=True)
     return group.add_subparsers(dest=dest, metavar=metavar, required=default is None)

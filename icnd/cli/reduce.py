@@ -49,13 +49,22 @@ def cmd_reduce(args: argparse.Namespace) -> int:
     return 0
 
 
+NPY_MAGIC = b"\x93NUMPY"
+"""How every .npy file starts (numpy's format): anything else is refused before numpy reads it, since
+numpy takes other files for pickles (or .npz archives) and says so instead."""
+
+
 def _load_npy(path: str) -> Any:
     import numpy as np
 
     try:
-        return np.load(path, allow_pickle=False)
+        with open(path, "rb") as f:
+            if f.read(len(NPY_MAGIC)) != NPY_MAGIC:
+                raise CliError(f"{path}: not a .npy file (write the array with numpy.save(path, array))", 1)
+            f.seek(0)
+            return np.load(f, allow_pickle=False)
     except (OSError, ValueError) as exc:
-        raise CliError(f"{path}: not a readable .npy array ({exc})", 1) from None
+        raise CliError(f"{path}: not a readable .npy array ({getattr(exc, 'strerror', None) or exc})", 1) from None
 
 
 def cmd_contribute(args: argparse.Namespace) -> int:
@@ -133,7 +142,7 @@ def add_commands(subparsers: Any, parents: Parents) -> None:
 
     group = add_group(subparsers, "group", "create and inspect reduction groups",
                       "Reduction groups: signed, versioned descriptors of members and rendezvous nodes.",
-                      dest="group_command", metavar="ACTION")
+                      dest="group_command", metavar="ACTION", node=True)
     p = add_command(group, "create", cmd_group_create, "create a group (or a new version of it)",
                     parents=parents.mgmt,
                     description="Create group NAME with MEMBERs (ID, the member on node ID, or ID@NODE), signed by "

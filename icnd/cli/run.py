@@ -23,8 +23,10 @@ from icnd.daemon.config import (
     ConfigError,
     NodeConfig,
     load,
+    parse_face_flag,
     parse_function_flag,
     parse_group_flag,
+    parse_listen_flag,
     parse_neighbor_flag,
     parse_route_flag,
     validate,
@@ -44,11 +46,11 @@ def build_config(args: argparse.Namespace) -> NodeConfig:
     if args.socket is not None:
         cfg.socket = args.socket
     if args.listen is not None:
-        cfg.listen = list(args.listen)
+        cfg.listen = [parse_listen_flag(text) for text in args.listen]
     if args.ndn_listen is not None:
         cfg.ndn_listen = list(args.ndn_listen)
     if args.face is not None:
-        cfg.faces = list(args.face)
+        cfg.faces = [parse_face_flag(text) for text in args.face]
     if args.route is not None:
         cfg.routes = [parse_route_flag(text) for text in args.route]
     if args.neighbor is not None:
@@ -164,8 +166,8 @@ def add_commands(subparsers: Any) -> None:
                      "permanent, as --face's: the route stays while the peer is down or restarts")
     run.add_argument("--neighbor", metavar="URI[,cost=N]", action="append",
                      help="a routing neighbour at udp://HOST:PORT or tcp://HOST:PORT (repeatable): a permanent "
-                     "face, made at start whether or not the peer is up and reconnected with backoff; "
-                     "link cost N >= 1 (default 1); see docs/configuration.md")
+                     "face, made at start whether or not the peer is up and reconnected with backoff (the log "
+                     "warns while no hello comes back); link cost N >= 1 (default 1); see docs/configuration.md")
     run.add_argument("--hello-interval", metavar="S", type=positive_seconds,
                      help="seconds between hellos to each neighbour (default 1; config routing.hello_interval_s)")
     run.add_argument("--dead-interval", metavar="S", type=positive_seconds,

@@ -45,6 +45,7 @@ on-demand face there: the peer needs no configuration for it.
 from __future__ import annotations
 
 import logging
+import math
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, fields
@@ -176,7 +177,9 @@ class PermanentFace(Face):
             self._inner = None
             if inner.close_reason and inner.close_reason != "closed locally":
                 self.last_error = inner.close_reason
-            if not self.closed:
+            # cancelled (the node stops; the inner face may have ended quietly): nothing will reconnect
+            stopping = trio.current_effective_deadline() == -math.inf
+            if not self.closed and not stopping:
                 log.info("face %d %s: disconnected (%s); reconnecting", self.id, self.remote_uri, self.last_error)
             self._set_state(False)
 

@@ -4,6 +4,10 @@ HOST is an IPv4 address, a bracketed IPv6 address (``[::1]``, optionally with
 a zone, ``[fe80::1%eth0]``) or a DNS name; PORT defaults to 6363 and may be 0
 (an ephemeral port, for listeners).  Parsing is strict: anything else is a
 `ValueError` whose message quotes the URI and says what is wrong.
+
+`parse_face_uri` is the one parser: faces, neighbours, routes and listeners
+all use it, so a mistake reads the same wherever it is made.  A listener
+(`parse_listen_uri`) also takes a bare HOST, for UDP and TCP on port 6363.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ def parse_face_uri(uri: str) -> FaceUri:
         raise ValueError(f"face URI must be a string, not {type(uri).__name__}")
     scheme, sep, rest = uri.partition("://")
     if not sep:
-        raise ValueError(f"bad face URI {uri!r}: no scheme; {_EXPECTED}")
+        raise ValueError(f"bad face URI {uri!r}: no scheme; {_no_scheme_hint(uri)}")
     scheme = scheme.lower()
     if scheme not in SCHEMES:
         raise ValueError(f"bad face URI {uri!r}: unknown scheme {scheme!r}; {_EXPECTED}")
@@ -54,6 +58,34 @@ def parse_face_uri(uri: str) -> FaceUri:
         return FaceUri("unix", "", None, _parse_unix_path(uri, rest))
     host, port = _parse_authority(uri, rest)
     return FaceUri(scheme, host, port, "")
+
+
+def parse_listen_uri(text: str) -> list[FaceUri]:
+    """What a listener setting (``--listen``, ``listen``) means: a face URI, or a bare HOST (an
+    IPv4 address, a DNS name, an IPv6 address with or without brackets) for UDP and TCP on
+    `DEFAULT_PORT`.  Anything else is `parse_face_uri`'s error (``127.0.0.1:7000``: no scheme)."""
+    if "://" not in text:
+        host = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+        if _is_ipv6(host) or (":" not in host and _HOSTNAME.match(host)):
+            return [FaceUri(scheme, host, DEFAULT_PORT, "") for scheme in ("udp", "tcp")]
+    return [parse_face_uri(text)]
+
+
+def _is_ipv6(host: str) -> bool:
+    try:
+        ipaddress.IPv6Address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _no_scheme_hint(uri: str) -> str:
+    """What to write instead of `uri`, a face URI without its scheme."""
+    try:
+        _parse_authority(uri, uri)
+    except ValueError:
+        return _EXPECTED
+    return f"did you mean udp://{uri} or tcp://{uri}?"
 
 
 def _parse_unix_path(uri: str, path: str) -> str:
@@ -75,10 +107,8 @@ def _parse_authority(uri: str, rest: str) -> tuple[str, int]:
         if close < 0:
             raise ValueError(f"bad face URI {uri!r}: '[' without a closing ']'")
         host, after = rest[1:close], rest[close + 1 :]
-        try:
-            ipaddress.IPv6Address(host)
-        except ValueError:
-            raise ValueError(f"bad face URI {uri!r}: {host!r} is not an IPv6 address") from None
+        if not _is_ipv6(host):
+            raise ValueError(f"bad face URI {uri!r}: {host!r} is not an IPv6 address")
         if after and not after.startswith(":"):
             raise ValueError(f"bad face URI {uri!r}: unexpected {after!r} after ']'")
         port_text = after[1:] if after else None

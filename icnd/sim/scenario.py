@@ -380,7 +380,7 @@ def _step(item: Any, source: str, entry: str, spec: TopologySpec | None) -> Step
         if not isinstance(node, str):
             raise fail(f"node names must be strings, got {node!r}")
         if spec is not None and node not in spec.nodes:
-            raise fail(f"unknown node {node!r}")
+            raise fail(_unknown_node(node, spec))
     if step.action in ("cut", "heal"):
         a, b = step.nodes
         if spec is not None and spec.link(a, b) is None:
@@ -567,6 +567,13 @@ class _Run:
         net.at(step.at, run)
 
 
+def _unknown_node(node: str, spec: TopologySpec, shown: int = 12) -> str:
+    """``unknown node 'x' (nodes: a, b, ...)``: the valid names, the first `shown` of a large topology."""
+    names = list(spec.nodes)
+    more = f", ... ({len(names)} in all)" if len(names) > shown else ""
+    return f"unknown node {node!r} (nodes: {', '.join(names[:shown])}{more})"
+
+
 def _normalize_fetches(fetches: Iterable[Sequence[str]], spec: TopologySpec) -> list[tuple[str, str, str | None]]:
     out = []
     for i, item in enumerate(fetches):
@@ -575,7 +582,7 @@ def _normalize_fetches(fetches: Iterable[Sequence[str]], spec: TopologySpec) -> 
         src, dst = item[0], item[1]
         for node in (src, dst):
             if node not in spec.nodes:
-                raise ValueError(f"fetch {src} -> {dst}: unknown node {node!r} in {spec.source}")
+                raise ValueError(f"fetch {src} -> {dst}: {_unknown_node(node, spec)} in {spec.source}")
         obj = item[2] if len(item) == 3 else None
         if obj is not None:
             _object_suffix(obj)
@@ -807,7 +814,9 @@ def format_report(report: SimReport) -> str:
             lines.append(f"{head} FAILED ({f.error}) after {_ms(f.rtt_s)}, {f.attempts} attempt"
                          f"{'s' if f.attempts != 1 else ''}")
     ok = sum(f.ok for f in report.fetches)
-    lines.append(f"{ok}/{len(report.fetches)} fetches ok; simulated time {report.sim_time_s:.6f} s; "
+    fetched = (f"{ok}/{len(report.fetches)} fetches ok" if report.fetches
+               else "no fetches asked for (--fetch FROM TO)")
+    lines.append(f"{fetched}; simulated time {report.sim_time_s:.6f} s; "
                  f"wall {report.wall_s:.3f} s (event loop {report.run_wall_s:.3f} s, routes "
                  f"{report.routes_s:.3f} s); {report.packets} packets delivered "
                  f"({report.packets_per_s:,.0f} packets/s)")
