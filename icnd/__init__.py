@@ -27,7 +27,7 @@ The API reference (``make docs``), module by module:
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from icnd.version import __version__
 
 import importlib
 from typing import TYPE_CHECKING, Any

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from typing import Any
 
 import msgpack
 
@@ -94,7 +95,7 @@ _MAIN_THREAD = threading.main_thread().ident
 _main_packer = msgpack.Packer(use_bin_type=True)
 
 
-def _pack(obj: list) -> bytes:
+def _pack(obj: list[Any]) -> bytes:
     """``msgpack.packb(obj, use_bin_type=True)``; the main thread (the
     forwarder's) reuses one Packer instead of building one per call."""
     if _get_ident() == _MAIN_THREAD:
@@ -102,7 +103,7 @@ def _pack(obj: list) -> bytes:
     return msgpack.packb(obj, use_bin_type=True)
 
 
-def _data_fields(d: Data) -> list:
+def _data_fields(d: Data) -> list[Any]:
     return [
         VERSION,
         T_DATA,
@@ -179,7 +180,7 @@ def full_name(data: Data) -> Name:
 def _name(comps: object, what: str) -> Name:
     if not valid_wire_comps(comps):
         raise DecodeError(f"invalid {what}")
-    return Name.from_wire(comps)  # type: ignore[arg-type]
+    return Name.from_wire(comps)
 
 
 def _uint(value: object, limit: int, what: str) -> int:
@@ -244,7 +245,7 @@ _BIN_LENGTH_BYTES = {0xC4: 1, 0xC5: 2, 0xC6: 4}  # bin 8/16/32: bytes of the len
 _HEAD_PROBE = 16 * 1024  # a large Data's fields before its content are looked for in this many bytes
 
 
-def _large_data_fields(buf: bytes | memoryview) -> tuple | None:
+def _large_data_fields(buf: bytes | memoryview) -> tuple[Any, ...] | None:
     """The ten fields of a large Data with its content as a read-only view of
     `buf`, not a copy (issue #18); None if `buf` does not look like one (the
     general path then decodes it, and refuses it if malformed).  msgpack

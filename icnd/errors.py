@@ -34,6 +34,13 @@ class DecodeError(Error):
     """Bytes from the network are not a valid icnd packet."""
 
 
+class BoundsExceeded(DecodeError):
+    """Well-formed, but holding more than a bound the receiver sets (more
+    prefixes, adjacencies, ... than allowed): the sender sent too much, as
+    opposed to something malformed.  Callers that count the two apart test
+    the class, never the message."""
+
+
 class Timeout(Error):
     """No answer before the deadline.  `missing`: who did not answer, where
     the operation knows (the members of a reduction round that never

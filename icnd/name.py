@@ -20,7 +20,7 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Union, overload
+from typing import Iterable, Iterator, TypeGuard, Union, overload
 
 # Component type codes (NDN naming-convention numbers where they exist).
 T_DIGEST = 0x01  # sha256digest=  implicit SHA-256 digest of a Data
@@ -356,7 +356,7 @@ def _check(comps: tuple[bytes, ...]) -> None:
         raise ValueError(f"name of {total} bytes exceeds {MAX_NAME_BYTES}")
 
 
-def valid_wire_comps(comps: object) -> bool:
+def valid_wire_comps(comps: object) -> TypeGuard[tuple[bytes, ...]]:
     """True if `comps` (untrusted, from the decoder) is a valid wire-form name.
 
     Hot path (every decoded packet): the checks run in C.  ``b"".join``

@@ -16,6 +16,7 @@ import hashlib
 import secrets
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import Any
 
 from icnd.name import Name, T_PARAMS, params_digest
 
@@ -109,10 +110,10 @@ class Interest:
             object.__setattr__(self, "name", Name(self.name))
 
     @classmethod
-    def with_params(cls, name: Name, app_params: bytes, **kw: object) -> "Interest":
+    def with_params(cls, name: Name, app_params: bytes, **kw: Any) -> "Interest":
         """An Interest carrying parameters; its name gains `params-sha256=`."""
         digest = hashlib.sha256(app_params).digest()
-        return cls(name.append_wire(params_digest(digest)), app_params=app_params, **kw)  # type: ignore[arg-type]
+        return cls(name.append_wire(params_digest(digest)), app_params=app_params, **kw)
 
     def params_ok(self) -> bool:
         """Parameters (if any) match the name's last `params-sha256=` component."""
@@ -209,7 +210,7 @@ _d_name, _d_content, _d_ctype, _d_fresh, _d_fbid, _d_stype, _d_kl, _d_sig, _d_wi
 
 
 def new_interest(name: Name, nonce: int, lifetime_ms: int, hop_limit: int, can_be_prefix: bool,
-                 must_be_fresh: bool, app_params: bytes | None, forwarding_hint: tuple,
+                 must_be_fresh: bool, app_params: bytes | None, forwarding_hint: tuple[Name, ...],
                  wire: bytes | None = None) -> Interest:
     obj = _new(Interest)
     _i_name(obj, name)
@@ -225,7 +226,7 @@ def new_interest(name: Name, nonce: int, lifetime_ms: int, hop_limit: int, can_b
 
 
 def _patched_hop(wire: bytes, old: int, new: int, cbp: bool, mbf: bool, params: bytes | None,
-                 hints: tuple) -> bytes | None:
+                 hints: tuple[Name, ...]) -> bytes | None:
     """`wire` (an Interest's valid encoding, see `icnd.codec`) with hop limit
     `new` instead of `old`, or None when that is not a one-byte patch.
 

@@ -50,7 +50,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from icnd.codec import MAX_CONTENT_SIZE, signed_parts, signed_portion, signed_portion_of_wire, with_signature  # noqa: F401 (signed_portion: re-exported)
-from icnd.errors import VerificationError
+from icnd.errors import Error, VerificationError
 from icnd.name import Component, Name, NameLike, valid_wire_comps
 from icnd.packet import ContentType, Data, SigType, new_data
 
@@ -59,6 +59,10 @@ SIG_LENGTHS: dict[int, int] = {SigType.DIGEST_SHA256: 32, SigType.HMAC_SHA256: 3
 
 _KEY_FILE_TYPE = "ed25519"
 _U32 = (1 << 32) - 1
+
+
+class KeyFileError(Error, ValueError):
+    """Not an Ed25519 key file (says why)."""
 
 
 def _sha256_of(parts: Sequence[bytes | memoryview]) -> bytes:
@@ -270,22 +274,22 @@ class Ed25519Key(SigningKey):
 
     @classmethod
     def from_bytes(cls, buf: bytes) -> "Ed25519Key":
-        """Inverse of `to_bytes`; raises ValueError on anything malformed."""
+        """Inverse of `to_bytes`; raises KeyFileError (a ValueError) on anything malformed."""
         try:
             obj = msgpack.unpackb(
                 buf, use_list=False, raw=False, max_bin_len=4096, max_str_len=64, max_array_len=64
             )
         except Exception as exc:  # msgpack raises several types; all mean "malformed"
-            raise ValueError(f"not an Ed25519 key file: {exc}") from None
+            raise KeyFileError(f"not an Ed25519 key file: {exc}") from None
         if type(obj) is not dict or set(obj) != {"type", "name", "sk"}:
-            raise ValueError("an Ed25519 key file is a map with keys type, name, sk")
+            raise KeyFileError("an Ed25519 key file is a map with keys type, name, sk")
         if obj["type"] != _KEY_FILE_TYPE:
-            raise ValueError(f"key file type is {obj['type']!r}, expected {_KEY_FILE_TYPE!r}")
+            raise KeyFileError(f"key file type is {obj['type']!r}, expected {_KEY_FILE_TYPE!r}")
         if not valid_wire_comps(obj["name"]):
-            raise ValueError("key file has an invalid key name")
+            raise KeyFileError("key file has an invalid key name")
         sk = obj["sk"]
         if type(sk) is not bytes or len(sk) != 32:
-            raise ValueError("key file's private key is not 32 bytes")
+            raise KeyFileError("key file's private key is not 32 bytes")
         return cls(Name.from_wire(obj["name"]), Ed25519PrivateKey.from_private_bytes(sk))
 
     def __repr__(self) -> str:

@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Sequence
 
-from icnd import __version__
+from icnd.version import __version__
 from icnd.cli import compute, data, keys, nfdc, reduce, routing, run, topo
 from icnd.cli.errors import PROG, CliError, print_error
 from icnd.cli.options import Parents, add_outer_options, merge_outer_options

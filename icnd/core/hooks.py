@@ -45,42 +45,12 @@ The contract, in the order a packet meets it:
    (`Forwarder.schedule`) while pending.
 6. `on_face_down` when a face goes; `stats` adds the handler's table sizes
    to `Forwarder.table_sizes` (keys of its own, e.g. ``agg_*``).
+
+The protocol itself (`NamespaceHandler`) and `HOOK_FACE` are defined beside
+the `Forwarder` (`icnd.core.fw.forwarder`), since each names the other;
+they are exported here.
 """
 
-from __future__ import annotations
+from icnd.core.fw.forwarder import HOOK_FACE, NamespaceHandler
 
-from typing import TYPE_CHECKING, Protocol
-
-from icnd.packet import Interest, Nack, Packet
-
-if TYPE_CHECKING:
-    from icnd.core.fw.forwarder import Forwarder
-    from icnd.core.tables.pit import PitEntry
-
-HOOK_FACE = 0  # the first handler's face; further handlers get HOOK_FACE - 1, HOOK_FACE - 2, ...
-
-
-class NamespaceHandler(Protocol):
-    def attach(self, fw: Forwarder, face: int) -> None:
-        """Called once by the forwarder's constructor: `face` is this handler's hook face."""
-
-    def route(self, entry: PitEntry, in_face: int, interest: Interest, now: float) -> None:
-        """Forward or keep `interest` (PIT `entry`, arrived on `in_face`), in place of a strategy."""
-
-    def after_nack(self, entry: PitEntry, face: int, nack: Nack, now: float) -> None:
-        """An upstream `face` Nacked `entry` (its out-record is marked), in place of a strategy."""
-
-    def deliver(self, packet: Packet) -> None:
-        """Queue a packet the pipelines sent to the hook face (handled in `process`)."""
-
-    def process(self, now: float) -> bool:
-        """Handle what is queued (may call back into the pipelines); False if nothing was."""
-
-    def pending(self) -> bool:
-        """Whether packets may still come back to the hook face (see the module docstring, 5)."""
-
-    def on_face_down(self, face: int, now: float) -> None:
-        """`face` is gone (called before the PIT forgets it)."""
-
-    def stats(self) -> dict[str, int]:
-        """Table sizes, merged into `Forwarder.table_sizes`."""
+__all__ = ["HOOK_FACE", "NamespaceHandler"]

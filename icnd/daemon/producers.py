@@ -22,8 +22,9 @@ or None: it holds the Interest and answers later through `Node.deliver`
 forwarder as a packet from the internal face, like any producer's.
 
 Adding a node-side producer (routing, trust, ...): make a service in its
-feature package with a ``register(producers)`` method that calls `add`, and
-have the node call it in ``Node.bind``.
+feature package with a ``register(producers: icnd.producer.Producers)``
+method that calls `add` (the feature never imports the daemon), and have
+the node call it in ``Node.bind``.
 
 The node also answers, in a way, for its *keyless* local applications
 (`KeylessSigning`): a client without a key of its own that hosts functions
@@ -49,12 +50,10 @@ from icnd.errors import CommandError
 from icnd.faces import Face
 from icnd.name import LOCALHOST, Name, generic
 from icnd.packet import Data, Interest, Nack, NackReason, SigType
+from icnd.producer import Comps, Producer, Store
 from icnd.security import Ed25519Key
 from icnd.trust.cert import Certificate
 
-Store = Callable[[Interest], Data | None]
-Producer = Callable[[Interest], Data | Nack | None]
-Comps = tuple[bytes, ...]
 
 PING = generic("ping")
 KEY = generic("KEY")
@@ -62,7 +61,8 @@ STATUS = generic("status")
 
 
 class ProducerTable:
-    """Stores, then handlers by longest prefix; see the module docstring."""
+    """Stores, then handlers by longest prefix; see the module docstring.
+    Features register with it through `icnd.producer.Producers`."""
 
     def __init__(self, node_name: Name) -> None:
         self.node_name = node_name

@@ -45,58 +45,57 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
-from icnd import __version__
+from icnd.version import __version__
 from icnd.core.tables.fib import TableFull
 from icnd.core.tables.rib import ORIGIN_APP, ORIGIN_ROUTING, ORIGIN_STATIC, Rib
 from icnd.errors import CommandError
 from icnd.faces import Face, LinkService
 from icnd.name import Name, generic, segment, version
 from icnd.ndn.face import NdnLinkService
-from icnd.ndn.nfdmgmt import ControlParameters, ControlResponse, parse_command
-from icnd.ndn.tlv import encode_tlv, nni_tlv
+from icnd.ndn.nfdmgmt import ORIGIN_APP as ROUTE_ORIGIN_APP
+from icnd.ndn.nfdmgmt import ORIGIN_NLSR as ROUTE_ORIGIN_NLSR
+from icnd.ndn.nfdmgmt import ORIGIN_STATIC as ROUTE_ORIGIN_STATIC
+from icnd.ndn.nfdmgmt import ROUTE_FLAG_CHILD_INHERIT, ControlParameters, ControlResponse, parse_command
+from icnd.ndn.tlv import (
+    T_FACE_ID,
+    T_FLAGS,
+    T_URI,
+    T_LOCAL_URI,
+    T_FACE_PERSISTENCY,
+    T_FACE_STATUS,
+    T_FACE_SCOPE,
+    T_LINK_TYPE,
+    T_N_IN_INTERESTS,
+    T_N_IN_DATA,
+    T_N_OUT_INTERESTS,
+    T_N_OUT_DATA,
+    T_N_IN_BYTES,
+    T_N_OUT_BYTES,
+    T_N_IN_NACKS,
+    T_N_OUT_NACKS,
+    T_NFD_VERSION,
+    T_START_TIMESTAMP,
+    T_CURRENT_TIMESTAMP,
+    T_N_NAME_TREE_ENTRIES,
+    T_N_FIB_ENTRIES,
+    T_N_PIT_ENTRIES,
+    T_N_MEASUREMENTS_ENTRIES,
+    T_N_CS_ENTRIES,
+    T_N_SATISFIED_INTERESTS,
+    T_N_UNSATISFIED_INTERESTS,
+    encode_tlv,
+    nni_tlv,
+)
 from icnd.packet import Data, Interest
 
 log = logging.getLogger("icnd.ndn.mgmt")
 
 LOCALHOST_NFD = (generic("localhost"), generic("nfd"))
 LOCALHOP_NFD = (generic("localhop"), generic("nfd"))
-ROUTE_ORIGIN_APP = 0
-ROUTE_ORIGIN_NLSR = 128
-ROUTE_ORIGIN_STATIC = 255
-ROUTE_FLAG_CHILD_INHERIT = 1
-ROUTE_FLAG_CAPTURE = 2
 DATASET_SEGMENT = 7000  # bytes of dataset per segment, well inside 8800-byte packets
 DATASET_KEEP = 8  # versions of each dataset kept for fetching its later segments
 DATASET_FRESHNESS_MS = 1000
 COMMAND_FRESHNESS_MS = 1000
-
-# NFD management TLV numbers (ndn-cxx encoding/tlv-nfd.hpp)
-T_FACE_STATUS = 0x80
-T_FACE_ID = 0x69
-T_URI = 0x72
-T_LOCAL_URI = 0x81
-T_FACE_SCOPE = 0x84
-T_FACE_PERSISTENCY = 0x85
-T_LINK_TYPE = 0x86
-T_N_IN_INTERESTS = 0x90
-T_N_IN_DATA = 0x91
-T_N_OUT_INTERESTS = 0x92
-T_N_OUT_DATA = 0x93
-T_N_IN_BYTES = 0x94
-T_N_OUT_BYTES = 0x95
-T_N_IN_NACKS = 0x97
-T_N_OUT_NACKS = 0x98
-T_FLAGS = 0x6C
-T_NFD_VERSION = 0x80
-T_START_TIMESTAMP = 0x81
-T_CURRENT_TIMESTAMP = 0x82
-T_N_NAME_TREE_ENTRIES = 0x83
-T_N_FIB_ENTRIES = 0x84
-T_N_PIT_ENTRIES = 0x85
-T_N_MEASUREMENTS_ENTRIES = 0x86
-T_N_CS_ENTRIES = 0x87
-T_N_SATISFIED_INTERESTS = 0x99
-T_N_UNSATISFIED_INTERESTS = 0x9A
 
 
 class Faces(Protocol):

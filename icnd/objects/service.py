@@ -17,8 +17,6 @@ The management commands ``repo/*`` and ``object/*``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from icnd.core.tables.cs import ContentStore
 from icnd.core.tables.rib import ORIGIN_APP, Rib
 from icnd.name import Name
@@ -26,10 +24,8 @@ from icnd.objects.manifest import Manifest
 from icnd.objects.repo import Repo
 from icnd.objects.store import ObjectStore
 from icnd.packet import Data, Interest
+from icnd.producer import Producers
 from icnd.security import Ed25519Key
-
-if TYPE_CHECKING:
-    from icnd.daemon.producers import ProducerTable
 
 
 class ObjectService:
@@ -44,7 +40,7 @@ class ObjectService:
         self._cs = cs
         self._face = face  # the node's internal face: where the routes lead
 
-    def register(self, producers: ProducerTable) -> None:
+    def register(self, producers: Producers) -> None:
         producers.add_store(self.lookup)
 
     def announce(self) -> None:

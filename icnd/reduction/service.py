@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import msgpack
 
@@ -38,13 +37,12 @@ from icnd.codec import decode
 from icnd.errors import DecodeError, VerificationError, error_data
 from icnd.name import Name, generic
 from icnd.packet import Data, Interest, Nack
+from icnd.producer import Producers
+from icnd.ratelog import RateLimitedLog
 from icnd.reduction.contrib import ContributionStore, GroupTable, ReductionError
 from icnd.reduction.group import CONTRIBUTE, GROUP, MEMBER, GroupDescriptor
 from icnd.security import Ed25519Key
 from icnd.trust.validator import FetchCert, Validator
-
-if TYPE_CHECKING:
-    from icnd.daemon.producers import ProducerTable
 
 INSTALL = generic("install")
 REFUSAL_LOG_INTERVAL = 10.0  # seconds: each kind of refusal is logged at most once per interval
@@ -76,20 +74,16 @@ class ReductionService:
         self.contrib = contrib
         self._deliver = deliver
         self._clock = clock
-        self._logged: dict[str, tuple[float, int]] = {}  # kind -> (next log time, refusals since)
+        self._refusal_logs: dict[str, RateLimitedLog] = {}  # one per kind of refusal
 
     def _log_refusal(self, kind: str, exc: ReductionError) -> None:
         """Log a refusal of `kind` at most once per REFUSAL_LOG_INTERVAL, with how many since."""
-        now = self._clock()
-        due, since = self._logged.get(kind, (0.0, 0))
-        if now < due:
-            self._logged[kind] = (due, since + 1)
-            return
-        more = f" ({since} more since the last report)" if since else ""
-        log.warning("%s refused: %s%s", kind, exc, more)
-        self._logged[kind] = (now + REFUSAL_LOG_INTERVAL, 0)
+        refusals = self._refusal_logs.get(kind)
+        if refusals is None:
+            refusals = self._refusal_logs[kind] = RateLimitedLog(log, REFUSAL_LOG_INTERVAL)
+        refusals.warning(self._clock(), "%s refused: %s", kind, exc)
 
-    def register(self, producers: ProducerTable) -> None:
+    def register(self, producers: Producers) -> None:
         own = self.name.comps
         producers.add(own + (MEMBER,), self._member)
         producers.add(own + (GROUP, INSTALL), self._install_group)

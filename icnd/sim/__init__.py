@@ -11,6 +11,26 @@
 The engine depends on the core and the link model only (the routing shell
 also names nodes as `icnd.topology.spec.node_prefix` does); the scenario
 runner also reads the topology description (`icnd.topology.spec`,
-`icnd.topology.routes`), never the launcher.  `icnd.topology` offers
-`simulate` & co by name (PEP 562) without importing this package.
+`icnd.topology.routes`), never the launcher.
+
+The scenario runner's public names (`simulate` & co) are exported here;
+`icnd.topology` offers them too (interface §6), imported from this package
+when first used.
 """
+
+from icnd.sim.scenario import (
+    FetchResult,
+    ScenarioError,
+    SimReport,
+    Step,
+    format_report,
+    grid_spec,
+    load_scenario,
+    report_json,
+    simulate,
+)
+
+__all__ = [
+    "FetchResult", "ScenarioError", "SimReport", "Step", "format_report", "grid_spec", "load_scenario",
+    "report_json", "simulate",
+]

@@ -87,8 +87,8 @@ class SimLink:
         self.ab.set_params(params)
         self.ba.set_params(params)
 
-    def _update(self, **changes: object) -> None:
-        self.set_params(replace(self.ab.params, **changes))  # type: ignore[arg-type]
+    def _update(self, **changes: Any) -> None:
+        self.set_params(replace(self.ab.params, **changes))
 
     @property
     def delay(self) -> float:
@@ -144,7 +144,7 @@ class SimNode:
     peers: dict[int, tuple[SimLink, "SimNode", int]] = field(default_factory=dict)  # face -> (link, peer, peer face)
     apps: dict[int, "SimApp"] = field(default_factory=dict)
     timer_at: float | None = None
-    _face_ids: itertools.count = field(default_factory=lambda: itertools.count(1))
+    _face_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     alive: bool = True
     dropped_dead: int = 0  # packets that reached this node while it was dead
     # face -> the LinkModel of the direction leaving this node on that face

@@ -194,9 +194,9 @@ class SimRouting:
                 return
             kind = type(packet)
             if kind is Interest:
-                self._apply(st, router.on_interest(face, packet, self.net.now))  # type: ignore[arg-type]
+                self._apply(st, router.on_interest(face, packet, self.net.now))  # type: ignore[arg-type]  # kind is Interest
             elif kind is Data:
-                self._apply(st, router.on_data(face, packet, self.net.now))  # type: ignore[arg-type]
+                self._apply(st, router.on_data(face, packet, self.net.now))  # type: ignore[arg-type]  # kind is Data
         return receive
 
     def _apply(self, st: _NodeRouting, actions: list[Any]) -> None:

@@ -18,7 +18,7 @@ The certificate is signed (Ed25519) by its issuer, whose key name is its key
 locator; a self-signed one by the key it certifies.
 
 A certificate file is the certificate's wire encoding (`icnd.codec.encode`),
-exactly the bytes a node serves.  Key files are `icnd.security.Ed25519Key`'s.
+exactly the bytes a node serves; `icnd.keyfiles` reads and writes them.  Key files are `icnd.security.Ed25519Key`'s.
 
 Also accepted where no trust schema applies (`parse_key_data`): the bare key
 Data of earlier versions (content type KEY, content the 32 raw bytes).
@@ -30,11 +30,12 @@ import hashlib
 import os
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 import msgpack
 
 from icnd.codec import decode, encode, implicit_digest
-from icnd.errors import DecodeError
+from icnd.errors import DecodeError, Error
 from icnd.name import T_GENERIC, T_VERSION, Name, decode_nonneg, generic, version
 from icnd.packet import ContentType, Data, SigType
 from icnd.security import KEY_ID_LEN, Ed25519Key, Ed25519VerifyKey, key_name
@@ -49,7 +50,7 @@ MAX_TIME_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: validity times be
 _DAY_MS = 86_400_000
 
 
-class CertificateError(ValueError):
+class CertificateError(Error, ValueError):
     """Not a well-formed certificate (says why)."""
 
 
@@ -120,7 +121,7 @@ class Certificate:
 
 def _iso(ms: int) -> str:
     try:
-        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000.0))
+        return datetime.fromtimestamp(ms / 1000.0, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     except (OverflowError, OSError, ValueError):  # parse_certificate bounds times; this is for the rest
         return f"{ms} ms since the epoch"
 
@@ -246,7 +247,10 @@ def certificate_from_bytes(buf: bytes, source: str = "certificate") -> Certifica
 
 
 def load_certificate(path: str | os.PathLike[str]) -> Certificate:
-    """Read a certificate file; CertificateError (or OSError) naming the file."""
+    """Read a certificate file; CertificateError (or OSError) naming the file.
+
+    For the callers that still load it from here: `icnd.keyfiles` is where
+    certificate files are read and written (this package is to read none)."""
     path = os.fspath(path)
     with open(path, "rb") as f:
         buf = f.read(MAX_CERT_FILE + 1)
@@ -254,7 +258,8 @@ def load_certificate(path: str | os.PathLike[str]) -> Certificate:
 
 
 def save_certificate(cert: Certificate, path: str | os.PathLike[str]) -> None:
-    """Write `cert` to `path` (atomically: a temporary file renamed)."""
+    """Write `cert` to `path` (atomically: a temporary file renamed); as
+    `load_certificate`, `icnd.keyfiles.save_certificate` is the shell's."""
     path = os.fspath(path)
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "wb") as f:

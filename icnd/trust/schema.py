@@ -41,7 +41,7 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass, field
-from typing import Iterator, Union
+from typing import Any, Callable, Iterator, Union
 
 from icnd.errors import Error, VerificationError
 from icnd.name import MAX_COMPONENTS, T_GENERIC, Name, component_from_uri, component_to_uri
@@ -322,7 +322,10 @@ class Schema:
     # --- loading -----------------------------------------------------------------------
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "Schema":
-        """Load a schema file; SchemaError naming the file, the rule and the problem."""
+        """Load a schema file; SchemaError naming the file, the rule and the problem.
+
+        For the callers that still load it from here: `icnd.keyfiles.load_schema`
+        is the shell's (this package is to read no files)."""
         path = os.fspath(path)
         try:
             with open(path, "rb") as f:
@@ -333,10 +336,16 @@ class Schema:
             doc = tomllib.loads(text.decode("utf-8"))
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise SchemaError(f"{path}: not a TOML trust schema: {exc}") from None
-        return cls.from_dict(doc, path, os.path.dirname(os.path.abspath(path)))
+        base_dir = os.path.dirname(os.path.abspath(path))
+        return cls.from_dict(doc, path, lambda entry: load_certificate(os.path.join(base_dir, entry)))
 
     @classmethod
-    def from_dict(cls, doc: dict, source: str, base_dir: str) -> "Schema":
+    def from_dict(cls, doc: dict[str, Any], source: str, read_anchor: Callable[[str], Certificate]) -> "Schema":
+        """The schema in `doc` (a parsed TOML file named `source`);
+        ``read_anchor(entry)`` returns the certificate an ``anchors`` entry
+        names (OSError or CertificateError if it cannot: `icnd.keyfiles`
+        reads it from a file).  SchemaError naming `source`, the rule and
+        the problem."""
         _no_unknown(doc, _SCHEMA_KEYS, f"{source}")
         anchors_field = doc.get("anchors")
         if not isinstance(anchors_field, list) or not anchors_field:
@@ -345,11 +354,10 @@ class Schema:
         for entry in anchors_field:
             if not isinstance(entry, str):
                 raise SchemaError(f"{source}: anchor {entry!r} is not a file name")
-            file = os.path.join(base_dir, entry)
             try:
-                cert = load_certificate(file)
-            except FileNotFoundError:
-                raise SchemaError(f"{source}: anchor {entry!r}: no such file ({file})") from None
+                cert = read_anchor(entry)
+            except FileNotFoundError as exc:
+                raise SchemaError(f"{source}: anchor {entry!r}: no such file ({exc.filename})") from None
             except OSError as exc:
                 raise SchemaError(f"{source}: anchor {entry!r}: {exc.strerror or exc}") from None
             except CertificateError as exc:
@@ -416,7 +424,7 @@ def _bound(rule: Rule, data_name: Name, limit: int = 3) -> str:
     return " with " + " or ".join(seen[:limit]) + more
 
 
-def _no_unknown(table: dict, known: tuple[str, ...], where: str) -> None:
+def _no_unknown(table: dict[str, Any], known: tuple[str, ...], where: str) -> None:
     for key in table:
         if key not in known:
             close = difflib.get_close_matches(key, known, n=1)

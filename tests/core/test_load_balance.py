@@ -213,6 +213,7 @@ def test_busy_nack_tries_the_other_hop_for_the_same_entry(fw: Forwarder) -> None
 
 def test_consecutive_busy_nacks_back_off_longer(fw: Forwarder) -> None:
     lb = lb_of(fw)
+    lb.probe = 0.0  # every new Interest to the cheapest hop: no probe in between
     for k, t in enumerate((0.0, 0.2, 0.4)):
         assert send(fw, f"b{k}", t, nonce=100 + k) == UP1
         fw.on_packet(UP1, Nack(PREFIX.append(f"b{k}"), 100 + k, NackReason.NO_RESOURCES), t)

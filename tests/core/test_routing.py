@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from icnd.codec import encode
 from icnd.core.routing.lsdb import Announcement, LinkState, decode_record, encode_record, record_name
 from icnd.core.routing.paths import multipath
-from icnd.core.routing.router import ROUTING_PREFIX, Router, RouterConfig, RouteUpdate, Transmit
-from icnd.errors import DecodeError, VerificationError
+from icnd.core.routing.router import ROUTING_PREFIX, Router, RouterConfig, Transmit
+from icnd.errors import BoundsExceeded, DecodeError, VerificationError
 from icnd.name import Name
 from icnd.packet import Data, Interest
 from icnd.security import make_data
@@ -233,6 +233,25 @@ def test_oversized_and_malformed_records_are_refused() -> None:
     assert r.counters["records_over_bounds"] == 1
     assert r.counters["records_malformed"] == 2
     assert len(r.lsdb) == 1  # its own
+
+
+def test_a_malformed_record_is_counted_as_malformed_whatever_its_message_says() -> None:
+    """The kind of refusal comes from the error's class (BoundsExceeded), not its text:
+    a prefix that is not canonical is malformed, even when it reads "more than"."""
+    r = _router()
+    r.add_neighbor(5, 1)
+    obj = msgpack.unpackb(encode_record(LinkState("/node/z", 9, 100.0)))
+    obj["p"] = [["/more than", None, None]]
+    _fetch_answer(r, 5, [encode(make_data(record_name(Name("/node/z"), 9), msgpack.packb(obj)))])
+    assert "/node/z" not in r.lsdb
+    assert "more than" in (r.last_refusal or "")
+    assert (r.counters["records_malformed"], r.counters["records_over_bounds"]) == (1, 0)
+
+
+def test_decode_record_says_over_bounds_by_its_class() -> None:
+    content = encode_record(LinkState("/node/a", 1, 100.0, tuple(), tuple(Announcement(f"/p/{i}") for i in range(5))))
+    with pytest.raises(BoundsExceeded):
+        decode_record(Name("/node/a/routing/ls/v=1"), content, max_adjacencies=4, max_prefixes=4)
 
 
 def test_a_record_whose_content_names_another_record_is_refused() -> None:

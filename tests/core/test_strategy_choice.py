@@ -114,3 +114,45 @@ def test_max_entries():
     sc.set(Name("/a"), "best-route")  # overwriting is not a new entry
     sc.set(Name("/"), "multicast")
     assert find(sc, "/b") == "multicast"
+
+
+def test_the_package_registers_every_strategy_file_by_name():
+    assert {"best-route", "multicast", "load-balance", "round-robin"} <= set(STRATEGIES)
+    assert all(cls.name == name for name, cls in STRATEGIES.items())
+
+
+def test_a_strategy_registers_itself_where_it_is_defined_and_is_reached_by_name():
+    """A new strategy needs its file only: no table to edit; the forwarder reaches it by name."""
+    from icnd.core.fw.forwarder import Forwarder
+    from icnd.core.fw.strategy import Strategy
+    from icnd.packet import Interest
+
+    seen: list[str] = []
+
+    class Recording(Strategy):
+        name = "test-recording"
+
+        def after_receive_interest(self, fw, entry, in_face, interest, fib_entry, now):
+            seen.append(interest.name.to_uri())
+            fw.send_interest(entry, fw.eligible_nexthops(entry, in_face, fib_entry)[0], interest, now)
+
+    try:
+        assert STRATEGIES["test-recording"] is Recording
+        fw = Forwarder()
+        fw.add_face(1)
+        fw.add_face(2)
+        fw.add_route(Name("/r"), 2)
+        fw.strategies.set(Name("/r"), "test-recording")
+        out = fw.on_packet(1, Interest(Name("/r/x"), nonce=7), 0.0)
+        assert seen == ["/r/x"] and [a.face for a in out] == [2]
+    finally:
+        del STRATEGIES["test-recording"]
+
+
+def test_a_second_strategy_with_a_taken_name_is_refused():
+    from icnd.core.fw.strategy import Strategy
+
+    with pytest.raises(ValueError, match="two strategies are named 'best-route'"):
+        class Impostor(Strategy):
+            name = "best-route"
+    assert STRATEGIES["best-route"] is BestRoute

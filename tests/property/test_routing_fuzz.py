@@ -25,7 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from icnd.codec import encode
-from icnd.core.routing.lsdb import record_name
+from icnd.core.routing.lsdb import checked_name, record_name
+from icnd.errors import DecodeError
 from icnd.core.routing.router import ROUTING_PREFIX, RouteUpdate, Router, RouterConfig
 from icnd.name import Name
 from icnd.packet import Data, Interest, SigType
@@ -196,3 +197,23 @@ def test_fullsize_routing_fuzz() -> None:
     for seed in range(max(1, total // per_seed)):
         fuzz(1000 + seed, per_seed)
     print(f"FULLSIZE {{\"routing_fuzz_messages\": {total}}}")
+
+
+def _slow_checked(value: str) -> bool:
+    """The general path of `checked_name`: the name parses and prints back the same."""
+    try:
+        return value != "/" and len(value) <= 512 and value.startswith("/") and Name(value).to_uri() == value
+    except ValueError:
+        return False
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.text(alphabet="ab.~-_%/=2F09Z ", max_size=8), min_size=1, max_size=70).map(
+    lambda parts: "/" + "/".join(parts)))
+def test_checked_name_fast_path_agrees_with_the_general_path(value: str) -> None:
+    try:
+        checked_name(value, "name")
+        fast = True
+    except DecodeError:
+        fast = False
+    assert fast == _slow_checked(value), value

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from icnd.codec import encode
+from icnd.keyfiles import save_certificate
 from icnd.name import Name
 from icnd.packet import Data
 from icnd.security import Ed25519Key
-from icnd.trust.cert import Certificate, issue, save_certificate, self_signed
+from icnd.trust.cert import Certificate, issue, self_signed
 
 T = 1_800_000_000.0  # "now" in every test: 2027-01-15
 DAY = 86_400.0

@@ -8,11 +8,11 @@ import time
 
 import trio
 
+from icnd.keyfiles import load_certificate, load_schema, save_certificate
 from icnd.security import Ed25519Key, make_data
 from icnd.testing.processes import run_cli
 from icnd.name import Name
-from icnd.trust.cert import load_certificate, save_certificate, self_signed
-from icnd.trust.schema import Schema
+from icnd.trust.cert import self_signed
 from icnd.trust.validator import Validator
 
 from ._pki import DAY, USER_SCHEMA
@@ -68,7 +68,7 @@ def test_anchor_issue_show_and_validate(tmp_path):
 
     # the files work with a schema: alice's Data is accepted, with her certificate fetched by name
     (tmp_path / "schema.toml").write_text(USER_SCHEMA)
-    validator = Validator(Schema.load(tmp_path / "schema.toml"))
+    validator = Validator(load_schema(tmp_path / "schema.toml"), clock=time.time)
 
     async def fetch(key_name):
         assert key_name == alice.key_name
@@ -134,7 +134,7 @@ def test_show_flags_certificates_outside_their_validity(tmp_path):
     k = Ed25519Key.generate(Name("/net"))
     save_certificate(self_signed(k, now=time.time() - 10 * DAY, days=1), tmp_path / "old.cert")
     save_certificate(self_signed(k, now=time.time() + 10 * DAY, days=1), tmp_path / "new.cert")
-    save_certificate(self_signed(k, days=1), tmp_path / "now.cert")
+    save_certificate(self_signed(k, now=time.time(), days=1), tmp_path / "now.cert")
     assert "(expired)\n" in ok(icnd("cert", "show", "old.cert", cwd=tmp_path))
     assert "(not yet valid)\n" in ok(icnd("cert", "show", "new.cert", cwd=tmp_path))
     current = ok(icnd("cert", "show", "now.cert", cwd=tmp_path))

@@ -11,10 +11,11 @@ import pytest
 import trio
 
 import icnd
+from icnd.keyfiles import save_certificate
 from icnd.name import Name
 from icnd.security import Ed25519Key
 from icnd.testing.processes import Daemon, run_cli
-from icnd.trust.cert import Certificate, issue, save_certificate, self_signed
+from icnd.trust.cert import Certificate, issue, self_signed
 from icnd.trust.schema import Schema
 
 from ._pki import USER_SCHEMA
@@ -57,10 +58,10 @@ async def test_schema_accepts_a_certified_user_and_refuses_others(node: Daemon, 
     mallory_key = Ed25519Key.generate(Name("/net/mallory"))
     rogue_anchor = Ed25519Key.generate(Name("/net"))  # same name as the real anchor, another key
     eve_key = Ed25519Key.generate(Name("/net/eve"))
-    eve_cert = issue(rogue_anchor, eve_key)
+    eve_cert = issue(rogue_anchor, eve_key, now=time.time())
     with trio.fail_after(30):
         async with icnd.connect(node.socket, key=pki.alice_key, cert=pki.alice) as alice, \
-                icnd.connect(node.socket, key=mallory_key, cert=self_signed(mallory_key)) as mallory, \
+                icnd.connect(node.socket, key=mallory_key, cert=self_signed(mallory_key, now=time.time())) as mallory, \
                 icnd.connect(node.socket, key=eve_key, cert=eve_cert) as eve, \
                 icnd.connect(node.socket) as anonymous, \
                 icnd.connect(node.socket, trust=str(pki.schema_path)) as consumer:
@@ -179,10 +180,10 @@ async def test_cli_key_cert_and_trust(node: Daemon, tmp_path: Path) -> None:
     sock = node.socket
     schema, key, cert = str(pki.schema_path), str(tmp_path / "alice.key"), str(tmp_path / "alice.cert")
     mallory = Ed25519Key.generate(Name("/net/mallory"))
-    save_certificate(self_signed(mallory), tmp_path / "mallory.cert")
+    save_certificate(self_signed(mallory, now=time.time()), tmp_path / "mallory.cert")
     mallory_key = pki.key_file("mallory", mallory)
     async with icnd.connect(sock, key=pki.alice_key) as alice, \
-            icnd.connect(sock, key=mallory, cert=self_signed(mallory)) as m:
+            icnd.connect(sock, key=mallory, cert=self_signed(mallory, now=time.time())) as m:
         await alice.publish("/net/alice/note", b"alice's note")
         await m.publish("/net/mallory/note", b"mallory's note")
 

@@ -22,12 +22,13 @@ from icnd.compute.caller import Caller
 from icnd.compute.host import FunctionHost, HostLimits
 from icnd.compute.registry import hosted
 from icnd.errors import Nacked
+from icnd.keyfiles import load_certificate, load_schema, save_certificate
 from icnd.name import Name
 from icnd.packet import ContentType, Data, Interest, Nack
 from icnd.reduction.group import GroupDescriptor
 from icnd.security import Ed25519Key, KeyChain
 from icnd.testing.processes import Daemon, run_cli, short_tempdir
-from icnd.trust import Schema, Validator, issue, save_certificate, self_signed
+from icnd.trust import Validator, issue, self_signed
 from icnd.trust.cert import parse_certificate
 
 NOW = time.time()
@@ -182,7 +183,7 @@ async def test_a_host_under_a_schema_admits_only_callers_certified_by_its_anchor
         assert await c.call(fn, *args, pure=pure, reflexive=reflexive) == expect  # again (a session, if small)
     zoe = pki.key("/net/zoe", "zoe.key")  # certified, her certificate published nowhere: only carried
     async with icnd.connect(d.socket, key=zoe) as c:
-        c.cert = icnd.trust.load_certificate(pki.cert(zoe, "zoe.cert"))
+        c.cert = load_certificate(pki.cert(zoe, "zoe.cert"))
         assert await c.call(fn, *args, pure=pure, reflexive=reflexive) == expect
     runs, refused = await _runs(d)
     assert runs >= 1
@@ -197,7 +198,7 @@ async def test_a_host_under_a_schema_admits_only_callers_certified_by_its_anchor
     for key, cert in callers:
         async with icnd.connect(d.socket, key=key) as c:
             if cert is not None:
-                c.cert = icnd.trust.load_certificate(cert)  # carried in its calls (not published)
+                c.cert = load_certificate(cert)  # carried in its calls (not published)
             with pytest.raises(icnd.Unauthorized):
                 await c.call(fn, *args, pure=pure, reflexive=reflexive, timeout=10)
     runs_after, refused_after = await _runs(d)
@@ -258,7 +259,7 @@ def _add(a, b):
 async def test_a_session_stops_admitting_once_the_callers_certificate_expires(tmp) -> None:
     pki = Pki(tmp)
     clock = [NOW]
-    validator = Validator(Schema.load(tmp / "schema.toml"), clock=lambda: clock[0])
+    validator = Validator(load_schema(tmp / "schema.toml"), clock=lambda: clock[0])
     alice = Ed25519Key.generate(Name("/net/alice"))
     cert = issue(pki.anchor_key, alice, now=NOW - 60, days=1)
 

@@ -4,15 +4,17 @@ when signed by a key of the node it names.  Real daemons on loopback."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 import trio
 
+from icnd.keyfiles import save_certificate
 from icnd.name import Name
 from icnd.security import Ed25519Key
 from icnd.testing.processes import Daemon, free_ports, short_tempdir
-from icnd.trust import issue, save_certificate, self_signed
+from icnd.trust import issue, self_signed
 
 SCHEMA = """\
 anchors = ["anchor.cert"]
@@ -43,13 +45,13 @@ async def test_a_node_the_anchor_did_not_certify_gets_no_routes() -> None:
     with short_tempdir("icnd-rt-") as tmp:
         d = Path(tmp)
         anchor = Ed25519Key.generate(Name("/net"))
-        save_certificate(self_signed(anchor), d / "anchor.cert")
+        save_certificate(self_signed(anchor, now=time.time()), d / "anchor.cert")
         (d / "schema.toml").write_text(SCHEMA)
         for n in ("a", "b", "m"):
             key = Ed25519Key.generate(Name(f"/node/{n}"))
             (d / f"{n}.key").write_bytes(key.to_bytes())
             # m's certificate is its own: well formed, signed, and not the anchor's
-            save_certificate(self_signed(key) if n == "m" else issue(anchor, key), d / f"{n}.cert")
+            save_certificate(self_signed(key, now=time.time()) if n == "m" else issue(anchor, key, now=time.time()), d / f"{n}.cert")
         ports = dict(zip("abm", free_ports(3)))
         links = {"a": ["b"], "b": ["a", "m"], "m": ["b"]}
         daemons = {}
@@ -114,8 +116,12 @@ async def test_without_a_schema_a_record_must_be_signed_by_the_node_it_names() -
             status = await _routing(daemons["a"])
             assert "not by a key of /node/b" in status["last_refusal"]
             assert [r["origin"] for r in status["lsdb"]] == ["/node/a"]
-            # b believes a: a signs with its own node key
-            assert "/node/a" in [r["origin"] for r in (await _routing(daemons["b"]))["lsdb"]]
+            # b believes a: a signs with its own node key (its record arrives after a's refusal, not with it)
+
+            async def b_has_a() -> bool:
+                return "/node/a" in [r["origin"] for r in (await _routing(daemons["b"]))["lsdb"]]
+
+            await _wait(b_has_a)
         finally:
             for daemon in daemons.values():
                 daemon.stop()

@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from icnd.keyfiles import load_schema
 from icnd.name import Name, generic
 from icnd.trust.cert import issue
-from icnd.trust.schema import ANY, ONE, Pattern, Rule, Schema, SchemaError
+from icnd.trust.schema import ANY, ONE, Pattern, Rule, SchemaError
 
 from ._pki import USER_SCHEMA, T, anchor, certified, key, write_schema
 
@@ -141,7 +142,7 @@ def anchor_cert():
 
 
 def test_load_user_schema(tmp_path, anchor_cert):
-    schema = Schema.load(write_schema(tmp_path, USER_SCHEMA, {"anchor.cert": anchor_cert}))
+    schema = load_schema(write_schema(tmp_path, USER_SCHEMA, {"anchor.cert": anchor_cert}))
     assert [r.name for r in schema.rules] == ["user-data", "user-certs"]
     assert schema.anchors == [anchor_cert]
     assert schema.anchor(anchor_cert.key_name) == anchor_cert and schema.anchor(Name("/net/KEY/x")) is None
@@ -157,12 +158,12 @@ def test_anchor_path_relative_to_schema(tmp_path, anchor_cert, monkeypatch):
     sub.mkdir()
     path = write_schema(sub, USER_SCHEMA, {"anchor.cert": anchor_cert})
     monkeypatch.chdir(tmp_path)
-    assert Schema.load("etc/schema.toml").anchors == [anchor_cert]
+    assert load_schema("etc/schema.toml").anchors == [anchor_cert]
     assert path.exists()
 
 
 def test_refusal_messages(tmp_path, anchor_cert):
-    schema = Schema.load(write_schema(tmp_path, USER_SCHEMA, {"anchor.cert": anchor_cert}))
+    schema = load_schema(write_schema(tmp_path, USER_SCHEMA, {"anchor.cert": anchor_cert}))
     why = schema.refusal(Name("/net/alice/doc"), Name("/net/bob/KEY/k"))
     assert why == "rule 'user-data' wants a signer matching /net/<user>/KEY/<*> with user=alice, not /net/bob/KEY/k"
     assert schema.refusal(Name("/elsewhere/doc"), Name("/net/bob/KEY/k")) == "no rule matches its name"
@@ -173,7 +174,7 @@ def test_refusal_messages(tmp_path, anchor_cert):
 
 def _load_error(tmp_path, text, anchors) -> str:
     with pytest.raises(SchemaError) as err:
-        Schema.load(write_schema(tmp_path, text, anchors))
+        load_schema(write_schema(tmp_path, text, anchors))
     message = str(err.value)
     assert message.startswith(str(tmp_path / "schema.toml") + ": ")
     assert "\n" not in message
@@ -258,13 +259,13 @@ def test_bad_toml(tmp_path):
 
 def test_missing_schema_file(tmp_path):
     with pytest.raises(SchemaError, match="nope.toml: cannot read the trust schema"):
-        Schema.load(tmp_path / "nope.toml")
+        load_schema(tmp_path / "nope.toml")
 
 
 def test_rules_tried_in_order_any_accepts(tmp_path, anchor_cert):
     k = key("/net/alice")
     assert issue(anchor()[0], k, now=T).key_name == k.name  # sanity: fixtures in use
     text = USER_SCHEMA + '[[rule]]\nname = "admin"\ndata = "/net/<**>"\nsigner = "/net/admin/KEY/<*>"\n'
-    schema = Schema.load(write_schema(tmp_path, text, {"anchor.cert": anchor_cert}))
+    schema = load_schema(write_schema(tmp_path, text, {"anchor.cert": anchor_cert}))
     assert schema.accepting(Name("/net/alice/doc"), Name("/net/admin/KEY/k")).name == "admin"
     assert schema.accepting(Name("/net/alice/doc"), Name("/net/alice/KEY/k")).name == "user-data"

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from icnd.core.routing.lsdb import record_name
+from icnd.keyfiles import load_schema
 from icnd.name import Name
 from icnd.testing.processes import Daemon, short_tempdir
 from icnd.trust import Schema
@@ -43,9 +44,9 @@ def test_refuses_says_why_a_record_would_be_refused_or_none(tmp_path):
     anchors = {"anchor.cert": anchor()[1]}
     record = record_name(Name("/node/a"), 7)
     own = key("/node/a").name
-    schema = Schema.load(write_schema(tmp_path, CERTS_ONLY, anchors))
+    schema = load_schema(write_schema(tmp_path, CERTS_ONLY, anchors))
     assert schema.refuses(record, own) == "no rule matches its name"
-    schema = Schema.load(write_schema(tmp_path, WITH_RECORDS, anchors))
+    schema = load_schema(write_schema(tmp_path, WITH_RECORDS, anchors))
     assert schema.refuses(record, own) is None
     other = key("/node/b").name
     assert schema.refuses(record, other) == (

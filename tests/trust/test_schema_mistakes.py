@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+import icnd
+from icnd.keyfiles import load_certificate, load_schema
 from icnd.name import Name
 from icnd.testing.processes import one_line_error, run_cli
-from icnd.trust.cert import CertificateError, load_certificate
+from icnd.trust.cert import CertificateError
 from icnd.trust.schema import Pattern, Rule, Schema, SchemaError
 
 from ._pki import anchor, key, write_schema
@@ -37,7 +39,7 @@ def anchors():
 def _load_error(tmp_path, text: str, anchors) -> str:
     path = write_schema(tmp_path, text, anchors)
     with pytest.raises(SchemaError) as err:
-        Schema.load(path)
+        load_schema(path)
     message = str(err.value)
     assert message.startswith(f"{path}: ") and "\n" not in message
     return message
@@ -51,7 +53,7 @@ def test_a_capture_of_the_signer_that_data_does_not_bind_is_refused_naming_rule_
 
 
 def test_the_typo_fixed_the_rule_holds_each_node_to_its_own_names(tmp_path, anchors):
-    schema = Schema.load(write_schema(tmp_path, TYPO.replace("<nod>", "<node>"), anchors))
+    schema = load_schema(write_schema(tmp_path, TYPO.replace("<nod>", "<node>"), anchors))
     a = key("/node/a").name
     assert schema.accepting(Name("/node/a/x"), a).name == "node-data"
     assert schema.accepting(Name("/node/b/x"), a) is None  # what the typo let through
@@ -73,7 +75,7 @@ def test_a_signer_no_key_name_matches_is_refused(tmp_path, anchors, signer):
 @pytest.mark.parametrize("signer", ["/node/<node>/KEY/<*>", "/<**>", "/node/<**>/KEY/<*>", "/node/<node>/<**>",
                                     "/<**>/<*>", "/net/<*>/<*>"])
 def test_signers_some_key_name_matches_load(tmp_path, anchors, signer):
-    Schema.load(write_schema(tmp_path, TYPO.replace("/node/<nod>/KEY/<*>", signer), anchors))
+    load_schema(write_schema(tmp_path, TYPO.replace("/node/<nod>/KEY/<*>", signer), anchors))
 
 
 def test_a_pattern_longer_than_any_name_is_refused(tmp_path, anchors):
@@ -117,3 +119,13 @@ def test_a_key_file_where_a_certificate_is_expected_is_named_as_such(tmp_path):
     path.write_bytes(key("/node/a").to_bytes())
     with pytest.raises(CertificateError, match=f"^{path} is a key file, not a certificate"):
         load_certificate(path)
+
+
+def test_certificate_and_schema_errors_are_icnd_errors(tmp_path):
+    """What `connect(cert=..., trust=...)` and the CLI raise for a bad file is an `icnd.Error`."""
+    path = tmp_path / "node.key"
+    path.write_bytes(key("/node/a").to_bytes())
+    with pytest.raises(icnd.Error):
+        load_certificate(path)
+    with pytest.raises(icnd.Error):
+        load_schema(write_schema(tmp_path, TYPO, {}))

@@ -11,6 +11,7 @@ included, published at c under ``/net/carol``."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -18,11 +19,12 @@ import trio
 
 import icnd
 from icnd.client import Client
+from icnd.keyfiles import save_certificate
 from icnd.name import Name
 from icnd.security import Ed25519Key
 from icnd.testing.processes import short_tempdir
 from icnd.topology import launch, load
-from icnd.trust import issue, save_certificate, self_signed
+from icnd.trust import issue, self_signed
 
 SCHEMA = """\
 anchors = ["anchor.cert"]
@@ -75,17 +77,17 @@ def _pki(d: Path) -> dict[str, Ed25519Key]:
     /net/<user>, all certified by the anchor; mallory is certified by a rogue
     anchor of her own instead."""
     anchor = Ed25519Key.generate(Name("/net"))
-    save_certificate(self_signed(anchor), d / "anchor.cert")
+    save_certificate(self_signed(anchor, now=time.time()), d / "anchor.cert")
     keys: dict[str, Ed25519Key] = {}
     for who, identity in (("a", "/node/a"), ("b", "/node/b"), ("c", "/node/c"), ("alice", "/net/alice"),
                           ("bob", "/net/bob"), ("carol", "/net/carol")):
         keys[who] = Ed25519Key.generate(Name(identity))
         _write_key(d / f"{who}.key", keys[who])
-        save_certificate(issue(anchor, keys[who]), d / f"{who}.cert")
+        save_certificate(issue(anchor, keys[who], now=time.time()), d / f"{who}.cert")
     rogue = Ed25519Key.generate(Name("/net"))  # claims to be the anchor's namespace, is not the anchor
     keys["mallory"] = Ed25519Key.generate(Name("/net/mallory"))
     _write_key(d / "mallory.key", keys["mallory"])
-    save_certificate(issue(rogue, keys["mallory"]), d / "mallory.cert")
+    save_certificate(issue(rogue, keys["mallory"], now=time.time()), d / "mallory.cert")
     (d / "schema.toml").write_text(SCHEMA)
     (d / "line3.toml").write_text(TOPOLOGY)
     return keys

@@ -14,6 +14,7 @@ import trio
 
 import icnd
 from icnd.codec import implicit_digest
+from icnd.keyfiles import load_schema
 from icnd.name import Name
 from icnd.packet import ContentType, Data, SigType
 from icnd.security import Ed25519Key, HmacKey, KeyChain, make_data
@@ -83,7 +84,7 @@ def pki(tmp_path) -> Pki:
     akey, acert = anchor("/net", now=T - 10 * DAY, days=365)
     alice, alice_cert = certified("/net/alice", akey, now=T - DAY, days=30)
     bob, bob_cert = certified("/net/bob", akey, now=T - DAY, days=30)
-    schema = Schema.load(write_schema(tmp_path, USER_SCHEMA, {"anchor.cert": acert}))
+    schema = load_schema(write_schema(tmp_path, USER_SCHEMA, {"anchor.cert": acert}))
     return Pki(akey, acert, schema, alice, alice_cert, bob, bob_cert, Clock())
 
 
@@ -160,7 +161,7 @@ async def test_not_yet_valid_certificate_rejected(pki):
 async def test_anchor_outside_validity_rejected(tmp_path, start, why):
     akey, acert = anchor("/net", now=start, days=365)
     alice, alice_cert = certified("/net/alice", akey, now=T - DAY)
-    schema = Schema.load(write_schema(tmp_path, USER_SCHEMA, {"anchor.cert": acert}))
+    schema = load_schema(write_schema(tmp_path, USER_SCHEMA, {"anchor.cert": acert}))
     message = await refused(Validator(schema, clock=Clock()), signed(alice, "/net/alice/doc"), Net(alice_cert))
     assert f"trust anchor {acert.name} is {why}" in message
 
@@ -327,7 +328,7 @@ async def test_validate_key(pki):
         await v.validate_key(stranger.name, stranger.public_bytes(), net)
     assert v.counters["refused"] == 2
     assert await v.validate_key(pki.anchor_key.name, pki.anchor_key.public_bytes()) == "anchor"
-    assert await Validator(None).validate_key(stranger.name, stranger.public_bytes()) == "integrity"
+    assert await Validator(None, clock=Clock()).validate_key(stranger.name, stranger.public_bytes()) == "integrity"
 
 
 async def test_forget_drops_cached_chains(pki):

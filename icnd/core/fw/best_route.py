@@ -12,15 +12,10 @@ too (``sends_new_to_cheapest``); the other cases come here.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from icnd.core.fw.strategy import Strategy, reject_with
+from icnd.core.fw.strategy import Strategy, StrategyHost, reject_with
 from icnd.core.tables.fib import FibEntry
 from icnd.core.tables.pit import PitEntry
 from icnd.packet import Interest, Nack, NackReason
-
-if TYPE_CHECKING:
-    from icnd.core.fw.forwarder import Forwarder
 
 
 class BestRoute(Strategy):
@@ -28,7 +23,7 @@ class BestRoute(Strategy):
     sends_new_to_cheapest = True
 
     def after_receive_interest(
-        self, fw: Forwarder, entry: PitEntry, in_face: int, interest: Interest,
+        self, fw: StrategyHost, entry: PitEntry, in_face: int, interest: Interest,
         fib_entry: FibEntry | None, now: float,
     ) -> None:
         hops = fw.eligible_nexthops(entry, in_face, fib_entry)
@@ -45,7 +40,7 @@ class BestRoute(Strategy):
         fw.send_interest(entry, choice, interest, now)
 
     def after_receive_nack(
-        self, fw: Forwarder, entry: PitEntry, in_face: int, nack: Nack,
+        self, fw: StrategyHost, entry: PitEntry, in_face: int, nack: Nack,
         fib_entry: FibEntry | None, now: float,
     ) -> None:
         outs = entry.out_records

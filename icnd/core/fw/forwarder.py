@@ -61,13 +61,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Protocol, Sequence
 
-from icnd.core.fw.best_route import BestRoute
-from icnd.core.fw.load_balance import LoadBalance, RouteHop
-from icnd.core.fw.strategy import Strategy, least_severe
+from icnd.core.fw.strategy import RouteHop, Strategy, least_severe
 from icnd.core.fw.strategy_choice import StrategyChoice
-from icnd.core.hooks import HOOK_FACE, NamespaceHandler
 from icnd.core.tables.cs import ContentStore
 from icnd.core.tables.dnl import DeadNonceList
 from icnd.core.tables.fib import Fib, FibEntry, TableFull
@@ -89,6 +86,7 @@ from icnd.packet import (
     Packet,
     SigType,
 )
+from icnd.ratelog import RateLimitedLog
 
 SUPPRESS_INITIAL = 0.010  # retransmission suppression, doubles per retransmission
 SUPPRESS_MAX = 0.250
@@ -162,6 +160,38 @@ COUNTER_NAMES = tuple(f.name for f in fields(Counters))
 log = logging.getLogger(__name__)
 
 
+HOOK_FACE = 0  # the first handler's face; further handlers get HOOK_FACE - 1, HOOK_FACE - 2, ...
+
+
+class NamespaceHandler(Protocol):
+    """A feature that takes over the names under one first component: the
+    contract is in `icnd.core.hooks`."""
+
+    def attach(self, fw: Forwarder, face: int) -> None:
+        """Called once by the forwarder's constructor: `face` is this handler's hook face."""
+
+    def route(self, entry: PitEntry, in_face: int, interest: Interest, now: float) -> None:
+        """Forward or keep `interest` (PIT `entry`, arrived on `in_face`), in place of a strategy."""
+
+    def after_nack(self, entry: PitEntry, face: int, nack: Nack, now: float) -> None:
+        """An upstream `face` Nacked `entry` (its out-record is marked), in place of a strategy."""
+
+    def deliver(self, packet: Packet) -> None:
+        """Queue a packet the pipelines sent to the hook face (handled in `process`)."""
+
+    def process(self, now: float) -> bool:
+        """Handle what is queued (may call back into the pipelines); False if nothing was."""
+
+    def pending(self) -> bool:
+        """Whether packets may still come back to the hook face (`icnd.core.hooks`, rule 5)."""
+
+    def on_face_down(self, face: int, now: float) -> None:
+        """`face` is gone (called before the PIT forgets it)."""
+
+    def stats(self) -> dict[str, int]:
+        """Table sizes, merged into `Forwarder.table_sizes`."""
+
+
 @dataclass(slots=True)
 class FaceInfo:
     local: bool
@@ -205,13 +235,13 @@ class Forwarder:
         self.pit = Pit(max_entries=pit_max_entries, max_per_face=pit_max_per_face,
                        local_reserve=pit_local_reserve, max_bytes=pit_max_bytes,
                        max_bytes_per_face=pit_max_bytes_per_face)
-        self._refusals_logged: dict[str, tuple[float, int]] = {}  # counter -> (logged at, its value then)
+        self._refusal_logs: dict[str, RateLimitedLog] = {}  # one per counter of PIT refusals
         self.cs = ContentStore(cs_capacity_bytes)
         self.dnl = DeadNonceList(dnl_lifetime, dnl_capacity)
         self._dnl_ms = dnl_lifetime * 1000
         self.strategies = StrategyChoice(default_strategy)
         self.rf = ReflexiveTable(rf_max_entries, rf_max_per_face)
-        self._single_path = BestRoute()
+        self._single_path = StrategyChoice.single_path()
         self.counters = Counters()
         self.faces: dict[int, FaceInfo] = {}
         self.timers = TimerQueue()
@@ -245,11 +275,9 @@ class Forwarder:
 
     def route_hints(self, prefix: Name, hops: Iterable[RouteHop]) -> None:
         """Routing's next hops of `prefix` with the capacity/load their
-        function hosts announced: kept as the load-balance strategy's hints
-        (`LoadBalance.set_hints`; the routing shell's ``on_hops``)."""
-        lb = self.strategies.instance(LoadBalance.name)
-        assert isinstance(lb, LoadBalance)
-        lb.route_hints(prefix, hops)
+        function hosts announced: kept by the strategies that use them
+        (`StrategyChoice.route_hints`: load-balance; the routing shell's ``on_hops``)."""
+        self.strategies.route_hints(prefix, hops)
 
     def on_face_down(self, face: int, now: float = 0.0) -> list[Send]:
         """Forget a face: its routes, its in-records and out-records, and its
@@ -475,11 +503,10 @@ class Forwarder:
         c = self.counters
         total = getattr(c, kind) + 1
         setattr(c, kind, total)
-        last = self._refusals_logged.get(kind)
-        if last is None or now - last[0] >= REFUSAL_LOG_INTERVAL:
-            log.warning("PIT refused an Interest from face %d (%s: %d since the last report): %s",
-                        face, kind, total - (last[1] if last else 0), exc)
-            self._refusals_logged[kind] = (now, total)
+        refusals = self._refusal_logs.get(kind)
+        if refusals is None:
+            refusals = self._refusal_logs[kind] = RateLimitedLog(log, REFUSAL_LOG_INTERVAL)
+        refusals.warning(now, "PIT refused an Interest from face %d (%s, %d in all): %s", face, kind, total, exc)
         self._nack(face, interest, NackReason.CONGESTION, str(exc))
 
     def _schedule_expiry(self, entry: PitEntry) -> None:

@@ -8,19 +8,14 @@ prefix and next hop, bounded), fed by the forwarder's observation hooks
 
 from __future__ import annotations
 
-import random
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Protocol
 
-from icnd.core.fw.strategy import Strategy, reject_with
+from icnd.core.fw.strategy import RouteHop, Strategy, StrategyHost, reject_with
 from icnd.core.tables.fib import FibEntry
 from icnd.core.tables.pit import PitEntry
 from icnd.name import Name
 from icnd.packet import Interest, Nack, NackReason
-
-if TYPE_CHECKING:
-    from icnd.core.fw.forwarder import Forwarder
 
 LB_ALPHA = 0.125  # EWMA gain of the smoothed RTT (RFC 6298's 1/8)
 LB_MIN_RTT = 0.001  # RTT samples are floored here: below 1 ms differences are noise
@@ -34,7 +29,29 @@ LB_SWEEP_INTERVAL = 1.0  # how often a hop's in-flight set is checked for entrie
 LB_MAX_HOPS = 4096  # (prefix, face) states kept, least recently used evicted first
 LB_LOAD_FRESH = 1.0  # a hop with an RTT sample this recent: its srtt already reflects its hosts' load
 LB_MAX_HINT_PREFIXES = 4096  # prefixes with routing's capacity/load hints; beyond, new ones are dropped
+_MASK64 = (1 << 64) - 1
 _BUSY_REASONS = frozenset({NackReason.NO_RESOURCES, NackReason.CONGESTION})
+
+
+class SplitMix64:
+    """A small seeded pseudo-random generator (SplitMix64): the same numbers
+    for the same seed on every platform, and no module state, so the core
+    needs no `random` (nor any source of entropy)."""
+
+    __slots__ = ("_state",)
+
+    def __init__(self, seed: int = 0) -> None:
+        self._state = seed & _MASK64
+
+    def seed(self, seed: int) -> None:
+        self._state = seed & _MASK64
+
+    def random(self) -> float:
+        """The next number in [0, 1)."""
+        self._state = z = (self._state + 0x9E3779B97F4A7C15) & _MASK64
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+        return ((z ^ (z >> 31)) >> 11) / 9007199254740992.0  # top 53 bits / 2**53
 
 
 class HopStats:
@@ -94,18 +111,6 @@ class HopStats:
         self.busy_nacks += 1
         self.busy_level = min(self.busy_level + 1, 16)
         self.busy_until = now + min(LB_BUSY_BASE * 2 ** (self.busy_level - 1), LB_BUSY_MAX)
-
-
-class RouteHop(Protocol):
-    """What `LoadBalance.route_hints` reads of a routing next hop
-    (`icnd.core.routing.router.Hop`)."""
-
-    @property
-    def face(self) -> int: ...
-    @property
-    def capacity(self) -> int | None: ...
-    @property
-    def load(self) -> int | None: ...
 
 
 def _settled(entry: PitEntry, face: int, now: float) -> bool:
@@ -169,11 +174,12 @@ class LoadBalance(Strategy):
 
     name = "load-balance"
     observes = True
+    uses_route_hints = True
 
     def __init__(self, *, seed: int = 0, max_hops: int = LB_MAX_HOPS, probe: float = LB_PROBE) -> None:
         self.max_hops = max_hops
         self.probe = probe
-        self.rng = random.Random(seed)
+        self.rng = SplitMix64(seed)
         self._hops: OrderedDict[tuple[tuple[bytes, ...], int], HopStats] = OrderedDict()
         # routing's hints: prefix -> face -> (capacity, announced load); bounded, faces forgotten when down
         self._hints: dict[tuple[bytes, ...], dict[int, tuple[int, int]]] = {}
@@ -250,13 +256,13 @@ class LoadBalance(Strategy):
         ranked.sort(key=lambda r: r[:3])
         return ranked
 
-    def _send(self, fw: Forwarder, entry: PitEntry, hop: HopStats, interest: Interest, now: float) -> None:
+    def _send(self, fw: StrategyHost, entry: PitEntry, hop: HopStats, interest: Interest, now: float) -> None:
         hop.flights[entry] = entry in hop.flights  # sent there again while pending: ambiguous RTT
         hop.last_sent = now
         fw.send_interest(entry, hop.face, interest, now)
 
     def after_receive_interest(
-        self, fw: Forwarder, entry: PitEntry, in_face: int, interest: Interest,
+        self, fw: StrategyHost, entry: PitEntry, in_face: int, interest: Interest,
         fib_entry: FibEntry | None, now: float,
     ) -> None:
         faces = fw.eligible_nexthops(entry, in_face, fib_entry)
@@ -280,7 +286,7 @@ class LoadBalance(Strategy):
         self._send(fw, entry, hop, interest, now)
 
     def after_receive_nack(
-        self, fw: Forwarder, entry: PitEntry, in_face: int, nack: Nack,
+        self, fw: StrategyHost, entry: PitEntry, in_face: int, nack: Nack,
         fib_entry: FibEntry | None, now: float,
     ) -> None:
         prefix = fib_entry.prefix.comps if fib_entry is not None else None
@@ -303,7 +309,7 @@ class LoadBalance(Strategy):
         if entry.all_out_nacked():
             reject_with(fw, entry, nack, now)
 
-    def after_receive_data(self, fw: Forwarder, entry: PitEntry, face: int, now: float) -> None:
+    def after_receive_data(self, fw: StrategyHost, entry: PitEntry, face: int, now: float) -> None:
         fib_entry = fw.fib.longest_match(entry.comps)
         if fib_entry is None:
             return  # the route went; stale flights are swept
@@ -322,7 +328,7 @@ class LoadBalance(Strategy):
                 hop.busy_level = 0
                 hop.busy_until = 0.0
 
-    def on_interest_timeout(self, fw: Forwarder, entry: PitEntry, now: float) -> None:
+    def on_interest_timeout(self, fw: StrategyHost, entry: PitEntry, now: float) -> None:
         fib_entry = fw.fib.longest_match(entry.comps)
         if fib_entry is None:
             return

@@ -7,15 +7,10 @@ Interests under it go by best-route instead (``multipath``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from icnd.core.fw.strategy import Strategy
+from icnd.core.fw.strategy import Strategy, StrategyHost
 from icnd.core.tables.fib import FibEntry
 from icnd.core.tables.pit import PitEntry
 from icnd.packet import Interest, NackReason
-
-if TYPE_CHECKING:
-    from icnd.core.fw.forwarder import Forwarder
 
 
 class Multicast(Strategy):
@@ -23,7 +18,7 @@ class Multicast(Strategy):
     multipath = True
 
     def after_receive_interest(
-        self, fw: Forwarder, entry: PitEntry, in_face: int, interest: Interest,
+        self, fw: StrategyHost, entry: PitEntry, in_face: int, interest: Interest,
         fib_entry: FibEntry | None, now: float,
     ) -> None:
         hops = fw.eligible_nexthops(entry, in_face, fib_entry)

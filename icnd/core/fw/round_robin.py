@@ -11,15 +11,11 @@ every hop has Nacked).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from icnd.core.fw.best_route import BestRoute
+from icnd.core.fw.strategy import StrategyHost
 from icnd.core.tables.fib import FibEntry
 from icnd.core.tables.pit import PitEntry
 from icnd.packet import Interest, NackReason
-
-if TYPE_CHECKING:
-    from icnd.core.fw.forwarder import Forwarder
 
 
 class RoundRobin(BestRoute):
@@ -30,7 +26,7 @@ class RoundRobin(BestRoute):
         self._turn = 0
 
     def after_receive_interest(
-        self, fw: Forwarder, entry: PitEntry, in_face: int, interest: Interest,
+        self, fw: StrategyHost, entry: PitEntry, in_face: int, interest: Interest,
         fib_entry: FibEntry | None, now: float,
     ) -> None:
         if entry.out_records:  # a retransmission: as best-route

@@ -1,20 +1,20 @@
 """The strategy choice table: which strategy forwards which prefix.
 
-`STRATEGIES` names every strategy a prefix may be given (``icnd strategy
-set``, the config file); a new strategy file is added there.
+It knows strategies by name only: `STRATEGIES` (`icnd.core.fw.strategy`),
+where each strategy file registers its class.
 """
 
 from __future__ import annotations
 
-from icnd.core.fw.best_route import BestRoute
-from icnd.core.fw.load_balance import LoadBalance
-from icnd.core.fw.multicast import Multicast
-from icnd.core.fw.round_robin import RoundRobin
-from icnd.core.fw.strategy import Strategy
+from collections.abc import Iterable
+
+from icnd.core.fw.strategy import STRATEGIES, RouteHop, Strategy
 from icnd.core.tables.fib import TableFull
 from icnd.name import Name
 
-STRATEGIES: dict[str, type[Strategy]] = {s.name: s for s in (BestRoute, Multicast, LoadBalance, RoundRobin)}
+__all__ = ["SINGLE_PATH", "STRATEGIES", "StrategyChoice"]
+
+SINGLE_PATH = "best-route"  # forwards what must reach one next hop only, under a multipath strategy
 
 
 class StrategyChoice:
@@ -66,9 +66,24 @@ class StrategyChoice:
             self._observing += delta
             self.observed = self._observing > 0
 
+    @staticmethod
+    def single_path() -> Strategy:
+        """A new instance of the `SINGLE_PATH` strategy, apart from the table's
+        (the forwarder's, for trigger Interests under a ``multipath`` strategy)."""
+        return STRATEGIES[SINGLE_PATH]()
+
     def instance(self, name: str) -> Strategy:
         """This table's instance of strategy `name` (created if need be)."""
         return self._instance(name)
+
+    def route_hints(self, prefix: Name, hops: Iterable[RouteHop]) -> None:
+        """Routing's hints for `prefix`, to every strategy that keeps them
+        (``uses_route_hints``; its instance made now if need be, so a prefix
+        given it later finds them)."""
+        hops = tuple(hops)
+        for name, cls in STRATEGIES.items():
+            if cls.uses_route_hints:
+                self._instance(name).route_hints(prefix, hops)
 
     def face_down(self, face: int) -> None:
         """Tell every observing strategy instance that `face` is gone."""

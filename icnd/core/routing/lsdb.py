@@ -34,20 +34,24 @@ Invariants:
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from collections.abc import Iterator
 from typing import Any
 
 import msgpack
 
-from icnd.errors import DecodeError
-from icnd.name import Name, generic, version
+from icnd.errors import BoundsExceeded, DecodeError
+from icnd.name import MAX_COMPONENTS, Name, generic, version
 
 __all__ = ["Adjacency", "Announcement", "LinkState", "Lsdb", "MAX_VERSION", "StoredRecord", "checked_name",
            "decode_record", "encode_record", "record_name"]
 
 _LS = (generic("routing"), generic("ls"))
 MAX_NAME_CHARS = 512
+# the names nearly every record carries: checked by this alone (tests/property/test_routing_fuzz.py
+# checks it against the general path, Name(value).to_uri() == value)
+_PLAIN = re.compile(r"(?:/(?=[A-Za-z0-9._~-]*[A-Za-z0-9_~-])[A-Za-z0-9._~-]+)+")
 MAX_VERSION = 2**63 - 1  # a record's version; a node's own never reaches it (it grows by one per record)
 
 
@@ -93,6 +97,8 @@ def checked_name(value: Any, what: str) -> str:
     decode, so nothing deeper (route computation, FIB updates) can fail on one."""
     if type(value) is not str or not value.startswith("/") or len(value) > MAX_NAME_CHARS or value == "/":
         raise DecodeError(f"link-state: bad {what} {value!r:.60}")
+    if _PLAIN.fullmatch(value) is not None and value.count("/") <= MAX_COMPONENTS:
+        return value  # generic components of unreserved characters, none all dots: canonical as written
     try:
         canonical = Name(value).to_uri()
     except ValueError as exc:
@@ -116,7 +122,8 @@ def _opt(value: Any, what: str) -> int | None:
 def decode_record(data_name: Name, content: bytes | memoryview, *, max_adjacencies: int, max_prefixes: int
                   ) -> tuple[LinkState, tuple[bytes, ...]]:
     """The record a Data carries, checked against its name; raises DecodeError
-    (malformed, or more adjacencies/prefixes than allowed: an over-announcing node)."""
+    (malformed), or its subclass BoundsExceeded (more adjacencies/prefixes than
+    allowed: an over-announcing node)."""
     try:
         obj = msgpack.unpackb(content, raw=False, strict_map_key=True, max_bin_len=len(content),
                               max_str_len=len(content), max_array_len=max(max_adjacencies, max_prefixes, 16),
@@ -136,9 +143,9 @@ def decode_record(data_name: Name, content: bytes | memoryview, *, max_adjacenci
     if type(adj) is not list or type(pfx) is not list or type(certs) is not list:
         raise DecodeError(f"link-state record {data_name}: bad lists")
     if len(adj) > max_adjacencies:
-        raise DecodeError(f"link-state record of {origin}: {len(adj)} adjacencies, more than {max_adjacencies}")
+        raise BoundsExceeded(f"link-state record of {origin}: {len(adj)} adjacencies, more than {max_adjacencies}")
     if len(pfx) > max_prefixes:
-        raise DecodeError(f"link-state record of {origin}: {len(pfx)} prefixes, more than {max_prefixes}")
+        raise BoundsExceeded(f"link-state record of {origin}: {len(pfx)} prefixes, more than {max_prefixes}")
     expected = record_name(Name(origin), ver)
     if expected != data_name:
         raise DecodeError(f"link-state record {data_name}: content names {expected}")

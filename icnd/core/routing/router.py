@@ -79,8 +79,8 @@ Rules (the methods cite them):
    `icnd.core.routing.paths.multipath`: after a change of the graph (a
    record with other adjacencies, a new or expired origin) recomputed at
    most once per hold-down, which grows with the work of the last
-   computation (``work_per_s``: a flood of records cannot keep the node
-   computing); after a change of announcements alone at once, for the
+   computation (four times its estimated CPU time, ``work_per_s``: a flood
+   of records cannot keep the node computing more than a fifth of the time); after a change of announcements alone at once, for the
    changed prefixes only, on the per-neighbour distances kept from the last
    computation (no Dijkstra), so a node routes a new prefix before it
    notifies it onward.  Prefixes whose next hops changed are output as
@@ -130,7 +130,7 @@ from icnd.core.routing.lsdb import (
     record_name,
 )
 from icnd.core.routing.paths import Distances, neighbor_distances, next_hops
-from icnd.errors import DecodeError, Error
+from icnd.errors import BoundsExceeded, DecodeError, Error
 from icnd.name import T_VERSION, Name, decode_nonneg, generic
 from icnd.packet import Data, Interest
 from icnd.security import make_data
@@ -175,7 +175,9 @@ class RouterConfig:
     max_proofs_per_s: int = 20  # hello answers signed for faces that are no neighbour's (plus 4 per neighbour)
     max_origins_per_neighbor: int = 0  # 0: no cap (the node sets one when it has no trust schema)
     max_routes: int = 20_000
-    work_per_s: float = 2_000_000.0  # route computation units (prefix x neighbour, Dijkstra steps) per second
+    # route computation units (prefix x neighbour, Dijkstra steps) one second of CPU computes (measured: ~4 us
+    # each); a full computation is held down for 4x the time the last one took, so it gets at most ~20% of a core
+    work_per_s: float = 250_000.0
     pace: float = 0.01
 
 
@@ -720,7 +722,7 @@ class Router:
             state, certs = decode_record(data.name, data.content, max_adjacencies=cfg.max_adjacencies,
                                          max_prefixes=cfg.max_prefixes)
         except DecodeError as exc:
-            bounds = "more than" in str(exc)
+            bounds = isinstance(exc, BoundsExceeded)
             self.counters["records_over_bounds" if bounds else "records_malformed"] += 1
             self._refused(str(exc))
             return None
@@ -937,7 +939,7 @@ class Router:
                 name = names[prefix] = Name(prefix)
             out.append(RouteUpdate(name, installed))
         if full:  # Rule 8: the next full computation waits in proportion to this one's work
-            self._hold = max(cfg.hold_down, work / cfg.work_per_s)
+            self._hold = max(cfg.hold_down, 4 * work / cfg.work_per_s)
 
     def _transmit(self, face: int, packet: Interest | Data) -> Transmit:
         self.counters["messages_out"] += 1

@@ -14,6 +14,7 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from icnd.errors import Error
@@ -47,7 +48,7 @@ class Fib:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[FibEntry]:
         return iter(self._entries.values())
 
     def add(self, prefix: Name, face: int, cost: int = 0) -> FibEntry:
