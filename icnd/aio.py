@@ -50,7 +50,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Callable, Generator
 
 
-from icnd.client.door import Client
+from icnd.client import Client
 from icnd.compute.pool import wait_future
 from icnd.errors import Error
 from icnd.sync import (

@@ -43,13 +43,14 @@ import functools
 import inspect
 import threading
 from contextlib import AbstractContextManager
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import trio
 
-from icnd.client.door import Client, unwrap
-from icnd.client.door import connect as async_connect
+from icnd.client import Client
+from icnd.client import connect as async_connect
 from icnd.errors import Error
+from icnd.excgroups import lone, only_cancelled
 
 CALL = "call"  # a coroutine method: the facade waits for its result
 PLAIN = "plain"  # a plain method: run in the client's loop
@@ -97,10 +98,8 @@ def clean(exc: BaseException) -> BaseException:
     """What a facade raises for `exc`: the lone exception of a group, a closed
     client's cancellation as `icnd.Error` (never a trio.Cancelled in a
     thread that has no trio loop)."""
-    if isinstance(exc, BaseExceptionGroup):
-        exc = unwrap(exc)
-    if isinstance(exc, trio.Cancelled) or (isinstance(exc, BaseExceptionGroup)
-                                           and exc.split(trio.Cancelled)[1] is None):
+    exc = lone(exc)
+    if only_cancelled(exc):
         return Error("cancelled: the client closed or the call was cancelled")
     return exc
 
@@ -361,7 +360,7 @@ def facade_method(fn: Callable[..., Any], name: str, owner: type, returns: Any =
     signature = inspect.signature(method)  # annotations as written (``NameLike``), not expanded
     if returns is not None:
         signature = signature.replace(return_annotation=returns)
-    fn.__signature__ = signature  # type: ignore[attr-defined]
+    fn.__signature__ = signature  # type: ignore[attr-defined]  # inspect reads it; typeshed's Callable lacks it
     return fn
 
 

@@ -44,7 +44,7 @@ def test_the_public_names_are_all_there() -> None:
         assert getattr(icnd, name) is not None, name
     assert set(icnd.__all__) <= set(dir(icnd))
     try:
-        icnd.no_such_name  # type: ignore[attr-defined]
+        icnd.no_such_name  # type: ignore[attr-defined]  # a missing name on purpose
     except AttributeError as exc:
         assert "no_such_name" in str(exc)
     else:
@@ -88,14 +88,14 @@ def test_kind_of_tells_the_kinds_apart() -> None:
     def plain() -> None: ...
 
     @asynccontextmanager
-    async def async_context():  # type: ignore[no-untyped-def]
+    async def async_context():  # type: ignore[no-untyped-def]  # a sample of each kind, untyped on purpose
         yield
 
     @contextmanager
-    def context():  # type: ignore[no-untyped-def]
+    def context():  # type: ignore[no-untyped-def]  # a sample of each kind, untyped on purpose
         yield
 
-    async def iterator():  # type: ignore[no-untyped-def]
+    async def iterator():  # type: ignore[no-untyped-def]  # a sample of each kind, untyped on purpose
         yield 1
 
     assert [kind_of(f) for f in (coroutine, plain, async_context, context, iterator)] == \

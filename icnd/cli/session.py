@@ -18,7 +18,7 @@ import trio
 from icnd.cli.errors import CliError
 from icnd.cli.options import CLIENT_FILES
 from icnd.client import Client, connect
-from icnd.client.door import load_identity, load_key
+from icnd.client.facade import load_identity, load_key
 from icnd.endpoint import resolve_socket_path
 from icnd.errors import CommandError, Error
 from icnd.trust.cert import load_certificate

@@ -23,6 +23,7 @@ from icnd.cli.errors import CliError
 from icnd.cli.options import add_command, add_group, positive_seconds
 from icnd.daemon.config import LOG_LEVELS
 from icnd.errors import Error
+from icnd.excgroups import leaves
 
 if TYPE_CHECKING:
     from icnd.topology.launcher import Network
@@ -53,15 +54,9 @@ def failure_line(message: str) -> str:
 
 def _launch_errors(exc: BaseException) -> list[Error]:
     """The launcher's errors inside `exc` (a group from its nurseries, or one); [] if anything else is there."""
-    if isinstance(exc, BaseExceptionGroup):
-        found: list[Error] = []
-        for inner in exc.exceptions:
-            leaves = _launch_errors(inner)
-            if not leaves:
-                return []
-            found += leaves
-        return found
-    return [exc] if isinstance(exc, Error) else []
+    found = leaves(exc)
+    errors = [e for e in found if isinstance(e, Error)]
+    return errors if len(errors) == len(found) else []
 
 
 def _ready_json(net: Network) -> dict[str, Any]:
@@ -78,7 +73,9 @@ def _ready_json(net: Network) -> dict[str, Any]:
 def cmd_topo_up(args: argparse.Namespace) -> int:
     """`icnd.topology.launcher.topo_up` in the foreground, its failures as one line (exit 2)."""
     from icnd.topology import netns as _netns
-    from icnd.topology.launcher import _print_ready, default_workdir, topo_up
+    from icnd.topology.console import print_ready
+    from icnd.topology.launcher import topo_up
+    from icnd.topology.state import default_workdir
     from icnd.topology.spec import TopologyError, load
 
     try:
@@ -97,7 +94,7 @@ def cmd_topo_up(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(_ready_json(net)), flush=True)
         else:
-            _print_ready(net, sys.stdout)
+            print_ready(net, sys.stdout)
 
     workdir = os.path.abspath(args.workdir) if args.workdir else default_workdir()
     try:
@@ -114,7 +111,8 @@ def cmd_topo_up(args: argparse.Namespace) -> int:
 
 
 def cmd_topo_down(args: argparse.Namespace) -> int:
-    from icnd.topology.launcher import STATE_FILE, default_workdir, topo_down
+    from icnd.topology.console import topo_down
+    from icnd.topology.state import STATE_FILE, default_workdir
 
     if not args.json:
         return topo_down(args.workdir)

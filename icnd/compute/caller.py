@@ -27,8 +27,9 @@ import hmac
 import secrets
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import msgpack
 import trio
@@ -140,6 +141,9 @@ class CallerSessions:
             self._by_fn.popitem(last=False)
 
 
+T = TypeVar("T")
+
+
 class _Refusals:
     """How a call takes the Nacks of its trigger: every host busy
     (no-resources, congestion) → back off (50 ms doubling to 1 s, jittered);
@@ -150,6 +154,16 @@ class _Refusals:
     def __init__(self, fn: Name, deadline: float) -> None:
         self.busy = BUSY_BACKOFF
         self.routes = RouteWait(fn, deadline)
+
+    @classmethod
+    async def retrying(cls, fn: Name, deadline: float, attempt: Callable[[], Awaitable[T]]) -> T:
+        """`attempt()`'s result, sending the call again after each refusal waited out."""
+        refusals = cls(fn, deadline)
+        while True:
+            try:
+                return await attempt()
+            except Nacked as exc:
+                await refusals.wait(exc)
 
     async def wait(self, exc: Nacked) -> None:
         if exc.reason in ("no-resources", "congestion"):
@@ -272,14 +286,16 @@ class Caller:
     async def _express_busy(self, fn: Name, interest: Interest, deadline: float, lifetime: float) -> Data:
         """Express; every host busy, or no route yet → wait (`_Refusals`) and
         send the same trigger again (same call-id, so no host runs it twice)."""
-        refusals = _Refusals(fn, deadline)
-        while True:
+        async def express() -> Data:
+            nonlocal interest
             try:
                 return await self.ep.express(interest, timeout=max(deadline - trio.current_time(), 0.01),
                                              retx=lifetime)
-            except Nacked as exc:
-                await refusals.wait(exc)
-            interest = fresh(interest)
+            except Nacked:
+                interest = fresh(interest)  # the same trigger, a fresh nonce
+                raise
+
+        return await _Refusals.retrying(fn, deadline, express)
 
     async def _open_small_answer(self, fn: Name, data: Data, offered: list[CallSession],
                                  exchange: X25519PrivateKey | None, *, asked_sessions: bool = True) -> Data | None:
@@ -316,12 +332,8 @@ class Caller:
         """Invoke; every host busy, or no route yet → wait (`_Refusals`) and try
         again with the same call-id (so no host ever runs it twice) and a fresh RNP."""
         call_id = secrets.token_bytes(16)
-        refusals = _Refusals(fn, deadline)
-        while True:
-            try:
-                return await self._rice_attempt(fn, call_id, encoded, segment_size, deadline, lifetime)
-            except Nacked as exc:
-                await refusals.wait(exc)
+        return await _Refusals.retrying(
+            fn, deadline, lambda: self._rice_attempt(fn, call_id, encoded, segment_size, deadline, lifetime))
 
     async def _rice_attempt(self, fn: Name, call_id: bytes, encoded: list[bytes], segment_size: int,
                             deadline: float, lifetime: float) -> Any:

@@ -8,13 +8,14 @@ function's policy before anything else, the arguments' sizes checked
 before any bulk pull, and each call-id runs at most once.  A result ready
 within `INLINE_BUDGET` comes back in the trigger's Data; a later one as a
 thunk, stored as an object under ``/node/<host>/thunk/<id>`` when done and
-kept for the retention time.  Every refusal or failure is a signed ERROR
+kept for the retention time (`icnd.compute.host_jobs.ThunkResults`).  Every refusal or failure is a signed ERROR
 (`icnd.errors.error_data`) whose message is cut at `MAX_ERROR_MESSAGE`.
 Answers are signed with the endpoint's key; a host without one (a keyless
 client) has its node sign them (`_signed_by_node`), since callers refuse
 digest-only answers.
-Sessions (see `icnd.compute.caller.CallerSessions`) let a known caller's
-small calls be proven, and answered, by MACs instead of signatures.
+Sessions (`icnd.compute.host_sessions`; the caller's side is
+`icnd.compute.caller.CallerSessions`) let a known caller's small calls be
+proven, and answered, by MACs instead of signatures.
 The policy is one method, `_admits`, for every form of call: the allow list
 (key-name prefixes or trust-schema patterns) and, when the host's validator
 has a trust schema, the caller's certificate chain (carried in its signed
@@ -28,17 +29,18 @@ import hashlib
 import logging
 import secrets
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 
 import msgpack
 import trio
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
 from icnd.codec import signed_portion_of_wire
 from icnd.compute.pool import POOLS, Outcome, ProcessPool, ThreadPool, WorkerError
+from icnd.compute.host_jobs import Job, ThunkResults
+from icnd.compute.host_sessions import HostSession, HostSessions
 from icnd.compute.registry import HostedFunction, target_of
 from icnd.compute.rice import (
     ARG,
@@ -50,17 +52,15 @@ from icnd.compute.rice import (
     SESSION_TTL,
     THUNK,
     call_proof,
-    session_key_name,
-    session_keys,
 )
 from icnd.compute.values import decode_value, encode_value
 from icnd.endpoint import Endpoint
 from icnd.errors import CommandError, DecodeError, Error, Nacked, Timeout, VerificationError, error_data
 from icnd.name import T_PARAMS, T_RNP, Name, generic, valid_wire_comps
-from icnd.objects.fetch import fetch_segments, publish_object
+from icnd.objects.fetch import fetch_segments
 from icnd.objects.manifest import Manifest
 from icnd.packet import ContentType, Data, Interest, Nack, NackReason
-from icnd.security import KEY_ID_LEN, Ed25519VerifyKey, HmacKey, HmacVerifyKey, SigningKey
+from icnd.security import KEY_ID_LEN, Ed25519VerifyKey, SigningKey
 from icnd.trust.cert import Certificate, CertificateError, certificate_from_bytes
 from icnd.trust.validator import FetchCert, Validator
 
@@ -74,7 +74,6 @@ MAX_CLOCK_SKEW = 120.0  # seconds: a small call's signed timestamp must be this 
 MAX_ERROR_MESSAGE = 1000  # characters of an error message (a function's exception's) an ERROR carries
 
 
-PUBLISH_SLOTS = 4  # results being stored as objects at once (the node's store takes 8 uploads)
 LOAD_REPORT_INTERVAL = 0.5  # a host tells its node its capacity and load at most this often (on change)
 LOAD_REPORT_TIMEOUT = 2.0  # the deadline of one ("routing", "load") command
 
@@ -133,32 +132,20 @@ def _result_or_error(outcome: Outcome) -> tuple[bytes | None, tuple[str, str] | 
     return None, (type(value).__name__, str(value))
 
 
-@dataclass
-class Job:
-    started: float
-    thunk_id: str = ""  # given when the caller gets a thunk (then the job is in FunctionHost._jobs)
-    done: trio.Event = field(default_factory=trio.Event)
-    result: bytes | None = None
-    error: tuple[str, str] | None = None
-    thunked: bool = False  # the caller got a thunk: the result must be stored as an object
-    published: bool = False
-
-
 # a function host's counters (in `icnd status`, zero on nodes that host nothing)
 HOST_COUNTERS = ("fn_calls", "fn_busy", "fn_signed_calls", "fn_session_calls", "fn_sessions_granted",
                  "fn_session_unknown", "fn_unauthorized", "fn_bad_calls", "fn_executions", "fn_memo_evictions")
 HOST_TABLES = ("fn_active", "fn_jobs", "fn_sessions", "fn_memo", "fn_memo_bytes")
 
 
-@dataclass
-class HostSession:
-    """A session key this host granted (see `icnd.compute.caller.CallerSessions`)."""
+class ArgumentsRefused(ValueError):
+    """A call's argument manifest is refused before any bulk pull; `code` is
+    the kind of the ERROR answered to the caller: ``too-large`` (beyond the
+    host's limits) or ``bad-arguments`` (malformed)."""
 
-    proofs: HmacVerifyKey  # checks the caller's small-call proofs
-    answers: HmacKey  # MACs the answers, named `session_key_name(sid)`
-    principal: Name  # the caller's key name, proven by the Ed25519-signed call that asked for it
-    public_key: bytes  # the caller's public key (checked again, through the validator's cache, per call)
-    expires: float  # trio time
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class _NotOurs(Exception):
@@ -224,15 +211,9 @@ class FunctionHost:
         self._calls: OrderedDict[tuple, Invocation] = OrderedDict()
         self._memo: OrderedDict[tuple, bytes] = OrderedDict()  # pure results, LRU, bounded in count and bytes
         self._memo_bytes = 0
-        self._sessions: OrderedDict[bytes, HostSession] = OrderedDict()
-        self._jobs: dict[str, Job] = {}
-        self._gone: OrderedDict[str, None] = OrderedDict()
-        # finished jobs in the order they finished, each kept until `retention` after
-        self._retained: deque[tuple[float, Job]] = deque()
-        self._retained_added = trio.Event()
-        # large results stored as objects a few at a time: the node's object store takes a
-        # bounded number of uploads at once (issue #15, D6: more were refused, their calls lost)
-        self._publish_slots = trio.Semaphore(PUBLISH_SLOTS)
+        self.sessions = HostSessions(limits.max_sessions)  # granted to callers of small calls
+        self.results = ThunkResults(ep, self.thunk_prefix, retention=limits.retention,
+                                    max_tombstones=limits.max_tombstones)
         self._nursery: trio.Nursery | None = None
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -243,7 +224,7 @@ class FunctionHost:
             await stack.enter_async_context(self.ep.serve(self.thunk_prefix, self._on_poll))
             if self.ep.key is None:  # callers refuse digest-only answers: the node signs them
                 await stack.enter_async_context(self._signed_by_node())
-            nursery.start_soon(self._expire_results)
+            nursery.start_soon(self.results.expire)
             nursery.start_soon(self._report_load)
             task_status.started(self)
             try:
@@ -356,20 +337,6 @@ class FunctionHost:
             log.warning("could not report the load of %s to the node (logged once): %s",
                         prefix, exc or type(exc).__name__)
 
-    async def _expire_results(self) -> None:
-        """Forget each finished job `retention` after it finished (one task
-        for all of them: retention is the same for every job, so they expire
-        in the order they finished)."""
-        retained = self._retained
-        while True:
-            if not retained:
-                self._retained_added = trio.Event()
-                await self._retained_added.wait()
-                continue
-            await trio.sleep_until(retained[0][0])
-            while retained and retained[0][0] <= trio.current_time():
-                await self._forget(retained.popleft()[1])
-
     # --- calls ------------------------------------------------------------------------------
     def _function_for(self, name: Name) -> HostedFunction | None:
         for f in self.functions:
@@ -382,7 +349,7 @@ class FunctionHost:
         return self.counters["fn_executions"]
 
     def tables(self) -> dict[str, int]:
-        return dict(zip(HOST_TABLES, (self.active, len(self._jobs), len(self._sessions), len(self._memo),
+        return dict(zip(HOST_TABLES, (self.active, len(self.results), len(self.sessions), len(self._memo),
                                       self._memo_bytes)))
 
     async def _on_call(self, interest: Interest) -> Data | Nack | None:
@@ -471,8 +438,8 @@ class FunctionHost:
         manifest_data = await self._pull(base.append_wire(MANIFEST))
         try:
             plan = self._check_manifest(manifest_data)
-        except ValueError as exc:
-            return self._error(ti.name, "too-large" if "exceed" in str(exc) else "bad-arguments", str(exc))
+        except ArgumentsRefused as exc:
+            return self._error(ti.name, exc.code, str(exc))
         # 3. the arguments, pipelined and checked segment by segment
         args = []
         for index, (size, digests) in enumerate(plan["args"]):
@@ -521,7 +488,7 @@ class FunctionHost:
         counters = self.counters
         session: HostSession | None = None
         if offered is not None:
-            session, ours = self._session_for(offered, call_proof(base, ts, encoded))
+            session, ours = self.sessions.find(offered, call_proof(base, ts, encoded), trio.current_time())
             if not ours:  # nothing ran: forget the call-id, so that the signed retry (same id) runs it
                 counters["fn_session_unknown"] += 1
                 raise _NotOurs(self._error(ti.name, "session-unknown",
@@ -553,37 +520,13 @@ class FunctionHost:
         answer = await self._start(fn, ti.name, args, memo_key=(fn.prefix.comps, digest), signer=signer)
         return answer if kx is None else self._grant(answer, kx, principal, pub)
 
-    def _session_for(self, offered: list[list[bytes]], message: bytes) -> tuple[HostSession | None, bool]:
-        """(the session of ours among `offered` -- [sid, MAC] pairs -- if its
-        MAC over `message` is valid, else None; whether one was ours).
-        Expired sessions are forgotten here."""
-        now = trio.current_time()
-        for sid, mac in offered:
-            session = self._sessions.get(sid)
-            if session is None:
-                continue
-            if session.expires <= now:
-                del self._sessions[sid]
-                continue
-            self._sessions.move_to_end(sid)
-            return (session if session.proofs.is_valid(message, mac) else None), True
-        return None, False
-
     def _grant(self, answer: Data, kx: bytes, principal: Name, public_key: bytes) -> Data:
-        """Wrap `answer` in a GRANT of a new session for `principal`, keyed by
-        X25519 between the caller's offer `kx` and a fresh key of ours."""
-        mine = X25519PrivateKey.generate()
-        try:
-            shared = mine.exchange(X25519PublicKey.from_public_bytes(kx))
-        except ValueError:  # a degenerate public key: no session, the plain answer
+        """Wrap `answer` in a GRANT of a new session for `principal` (`HostSessions.grant`);
+        the plain answer if none could be made."""
+        granted = self.sessions.grant(kx, principal, public_key, trio.current_time())
+        if granted is None:  # a degenerate public key: no session, the plain answer
             return answer
-        sid = secrets.token_bytes(16)
-        host_kx = mine.public_key().public_bytes_raw()
-        proof_key, answer_key = session_keys(shared, sid, kx, host_kx)
-        self._sessions[sid] = HostSession(HmacVerifyKey(proof_key), HmacKey(session_key_name(sid), answer_key),
-                                          principal, public_key, trio.current_time() + SESSION_TTL)
-        while len(self._sessions) > self.limits.max_sessions:
-            self._sessions.popitem(last=False)
+        sid, host_kx = granted
         self.counters["fn_sessions_granted"] += 1
         body = msgpack.packb({"sid": sid, "kx": host_kx, "ttl_ms": int(SESSION_TTL * 1000),
                               "type": answer.content_type, "content": answer.content}, use_bin_type=True)
@@ -634,19 +577,24 @@ class FunctionHost:
             return None
 
     def _check_manifest(self, data: Data) -> dict:
+        """The caller's argument manifest, checked; `ArgumentsRefused` says why not."""
         try:
             body = msgpack.unpackb(data.content, raw=False)
             segment_size = body["segment_size"]
             args = [(a["size"], a["digests"]) for a in body["args"]]
         except Exception:
-            raise ValueError("malformed argument manifest") from None
+            raise ArgumentsRefused("bad-arguments", "malformed argument manifest") from None
         if len(args) > MAX_ARGS:
-            raise ValueError(f"{len(args)} arguments exceed the limit of {MAX_ARGS}")
+            raise ArgumentsRefused("too-large", f"{len(args)} arguments exceed the limit of {MAX_ARGS}")
         total = sum(size for size, _ in args)
         if total > self.limits.max_arg_bytes:
-            raise ValueError(f"{total} bytes of arguments exceed the host's limit of {self.limits.max_arg_bytes}")
+            raise ArgumentsRefused(
+                "too-large", f"{total} bytes of arguments exceed the host's limit of {self.limits.max_arg_bytes}")
         for size, digests in args:
-            Manifest(Name("/x"), 0, size, segment_size, digests)  # validates sizes and digest count
+            try:
+                Manifest(Name("/x"), 0, size, segment_size, digests)  # validates sizes and digest count
+            except ValueError as exc:
+                raise ArgumentsRefused("bad-arguments", str(exc)) from None
         return {"segment_size": segment_size, "args": args}
 
     async def _admits(self, fn: HostedFunction, principal: Name | None, public_key: bytes | None = None,
@@ -780,11 +728,9 @@ class FunctionHost:
             if job.error is not None:
                 return self._error(name, *job.error, signer)
             return self._result_data(name, job.result or b"", fn.info.freshness_ms if pure_name else 0, signer)
-        job.thunked = True
-        job.thunk_id = secrets.token_hex(16)
-        self._jobs[job.thunk_id] = job
+        self.results.hand_out(job)
         if job.done.is_set():  # finished, but too large to come back inline
-            self._nursery.start_soon(self._publish_and_retain, job)
+            self._nursery.start_soon(self.results.publish_and_retain, job)
             return self._thunk(name, job, 0.0, signer)
         return self._thunk(name, job, max(0.05, 2 * (trio.current_time() - job.started)), signer)
 
@@ -818,51 +764,18 @@ class FunctionHost:
             return  # `_start` answers inline or hands out a thunk (or, cancelled, nobody waits)
         assert self._nursery is not None
         if error is None:  # the caller holds a thunk: store the result as an object first
-            self._nursery.start_soon(self._publish_and_retain, job)
+            self._nursery.start_soon(self.results.publish_and_retain, job)
         else:
-            self._retain(job)
-
-    async def _publish_and_retain(self, job: Job) -> None:
-        await self._publish(job)
-        self._retain(job)
-
-    def _retain(self, job: Job) -> None:
-        self._retained.append((trio.current_time() + self.limits.retention, job))
-        self._retained_added.set()
-
-    async def _publish(self, job: Job) -> None:
-        try:
-            async with self._publish_slots:
-                await publish_object(self.ep, self.thunk_prefix.append_wire(generic(job.thunk_id)),
-                                     job.result or b"", freshness=self.limits.retention)
-            job.published = True
-        except Error as exc:
-            job.error = ("result-unavailable", f"the result could not be stored: {exc}")
-        finally:
-            # stored (or failed): the node holds it now; the host keeps only the job's state, so
-            # retained jobs cost bytes only in the node's bounded object store (issue #15, D6)
-            job.result = None
-
-    async def _forget(self, job: Job) -> None:
-        self._jobs.pop(job.thunk_id, None)
-        self._gone[job.thunk_id] = None
-        while len(self._gone) > self.limits.max_tombstones:
-            self._gone.popitem(last=False)
-        if job.published:
-            try:
-                await self.ep.command("object", "remove",
-                                      name=self.thunk_prefix.append_wire(generic(job.thunk_id)).to_uri())
-            except Error:
-                pass
+            self.results.retain(job)
 
     def _on_poll(self, interest: Interest) -> Data | None:
         comps = interest.name.comps
         if len(comps) <= len(self.thunk_prefix.comps):
             return None
         thunk_id = comps[len(self.thunk_prefix.comps)][1:].decode("ascii", "replace")
-        job = self._jobs.get(thunk_id)
+        job = self.results.get(thunk_id)
         if job is None:
-            if thunk_id in self._gone:
+            if self.results.is_gone(thunk_id):
                 return self._error(interest.name, "gone", f"the result of {thunk_id} is no longer kept")
             return self._error(interest.name, "unknown-thunk", f"no result named {thunk_id} here")
         if job.error is not None:
@@ -877,7 +790,7 @@ class FunctionHost:
         return self.ep.sign(data) if signer is None else signer.sign(data)
 
     def _thunk(self, name: Name, job: Job, eta: float, signer: SigningKey | None = None) -> Data:
-        body = msgpack.packb({"name": self.thunk_prefix.append_wire(generic(job.thunk_id)).to_uri(),
+        body = msgpack.packb({"name": self.results.name_of(job).to_uri(),
                               "eta_ms": int(eta * 1000), "expires_ms": int(self.limits.retention * 1000)})
         return self._sign(Data(name, body, ContentType.THUNK, 0), signer)
 

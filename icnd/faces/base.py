@@ -20,9 +20,11 @@ Invariants every transport keeps:
   packet, in arrival order, and returns when the face closes: the peer
   closed, a socket error, a framing error, or ``aclose()``.  Leaving ``run``
   (including by cancellation) closes the face; a face is never reopened.
-  A packet is ``bytes``, except that a stream face hands a large Data of
-  icnd's own format over as a read-only ``memoryview`` of the buffer it was
-  received into (no copy; `icnd.codec.decode` takes either; such a view,
+  A packet is ``bytes``, except that a stream face hands a large frame that
+  filled a buffer of its own over as a read-only ``memoryview`` of that
+  buffer (no copy) when ``face.hand_over(view)`` says so: the face's link
+  service sets ``hand_over``, and `icnd.faces.service.NativeLinkService`
+  takes icnd Data that way (`icnd.codec.decode` takes either; such a view,
   and a Data decoded from it, is not hashable).
 - Tasks a face needs (its writer) live inside ``run``'s own nursery, so a face
   never leaks a task past ``run``.
@@ -31,9 +33,7 @@ Invariants every transport keeps:
 
 from __future__ import annotations
 
-import logging
 import socket
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from types import TracebackType
@@ -114,27 +114,39 @@ class ListenerCounters:
         return asdict(self)
 
 
-class RefusalLog:
-    """Logs a refusal at most once per ``interval`` seconds, with how many happened since."""
+class QueueWriter:
+    """The one writer task of a send queue (a stream face's, a UDP listener's).
 
-    __slots__ = ("_log", "_interval", "_next", "_suppressed")
+    ``send`` never waits: what the socket does not take at once is queued and
+    the queue's owner calls `wake`.  `run` sleeps until woken while nothing is
+    queued (``on_idle()`` first, if given), otherwise waits until the socket
+    is writable and calls ``flush()``, which sends what the socket takes; it
+    returns once ``closed()`` or when the socket is closed under it.
+    """
 
-    def __init__(self, logger: logging.Logger, interval: float = 10.0) -> None:
-        self._log = logger
-        self._interval = interval
-        self._next = 0.0
-        self._suppressed = 0
+    __slots__ = ("_wake",)
 
-    def warning(self, message: str, *args: object) -> None:
-        now = time.monotonic()
-        if now < self._next:
-            self._suppressed += 1
-            return
-        self._next = now + self._interval
-        if self._suppressed:
-            message += f" (and {self._suppressed} more since the last report)"
-            self._suppressed = 0
-        self._log.warning(message, *args)
+    def __init__(self) -> None:
+        self._wake = trio.Event()
+
+    def wake(self) -> None:
+        """Something was queued, or the owner closed: `run` looks again."""
+        self._wake.set()
+
+    async def run(self, sock: socket.socket, *, closed: Callable[[], bool], queued: Callable[[], bool],
+                  flush: Callable[[], None], on_idle: Callable[[], None] | None = None) -> None:
+        while not closed():
+            if not queued():
+                if on_idle is not None:
+                    on_idle()
+                await self._wake.wait()
+                self._wake = trio.Event()
+                continue
+            try:
+                await trio.lowlevel.wait_writable(sock)
+            except trio.ClosedResourceError:
+                return
+            flush()
 
 
 class Face:
@@ -151,8 +163,13 @@ class Face:
     counters: FaceCounters
     closed: bool
     close_reason: str | None
+    # Which packets this face may hand over as read-only views of a buffer of their own instead of
+    # copies (a stream face's large frames, `icnd.faces.recvbuf`): set by the face's link service,
+    # which knows its format (`icnd.faces.service.NativeLinkService`: icnd Data); None: copy them all.
+    hand_over: Callable[[memoryview], bool] | None
 
     def __init__(self, *, remote_uri: str, local_uri: str, local: bool, persistent: bool) -> None:
+        self.hand_over = None
         self.id = 0  # 0 until the owner assigns one
         self.remote_uri = remote_uri
         self.local_uri = local_uri

@@ -325,6 +325,14 @@ class ShapedFace(Face):
         self.inner.id = value
 
     @property
+    def hand_over(self) -> Callable[[memoryview], bool] | None:
+        return self.inner.hand_over
+
+    @hand_over.setter
+    def hand_over(self, value: Callable[[memoryview], bool] | None) -> None:
+        self.inner.hand_over = value
+
+    @property
     def remote_uri(self) -> str:
         return self.inner.remote_uri
 

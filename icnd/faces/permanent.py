@@ -165,6 +165,7 @@ class PermanentFace(Face):
         _carry_counters(self.counters, inner)
         self.counters = inner.counters
         self.local_uri = inner.local_uri
+        inner.hand_over = self.hand_over  # what this face's link service takes as views, on every connection
         self._inner = inner
         self.connects += 1
         log.info("face %d %s: connected (%s)", self.id, self.remote_uri, inner.local_uri)
@@ -206,6 +207,6 @@ def _carry_counters(totals: object, inner: Face) -> None:
     counters = inner.counters
     if counters is totals:
         return
-    for f in fields(totals):  # type: ignore[arg-type]
+    for f in fields(totals):  # type: ignore[arg-type]  # a FaceCounters dataclass instance; mypy sees a type var
         if hasattr(counters, f.name):
             setattr(counters, f.name, getattr(counters, f.name) + getattr(totals, f.name))

@@ -44,9 +44,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ClassVar
 
-from icnd.codec import decode, encode
+from icnd.codec import DATA_FRAME_START, decode, encode
 from icnd.faces.base import Face
 from icnd.packet import Packet
+
+DATA_START_LEN = len(DATA_FRAME_START)
 
 
 class NothingToDeliver(Exception):
@@ -78,7 +80,9 @@ class LinkService:
 
 
 class NativeLinkService(LinkService):
-    """icnd's own format: `icnd.codec` both ways, no per-face state."""
+    """icnd's own format: `icnd.codec` both ways, no per-face state.  Its face
+    hands a large Data over in the buffer it was received into (no copy:
+    `icnd.codec.decode` takes the view), every other packet as bytes."""
 
     __slots__ = ()
 
@@ -86,3 +90,9 @@ class NativeLinkService(LinkService):
 
     def __init__(self, face: Face) -> None:
         super().__init__(face, decode, encode)
+        face.hand_over = is_data
+
+
+def is_data(packet: memoryview) -> bool:
+    """`packet` is an icnd Data (what a native face hands over without a copy)."""
+    return packet[:DATA_START_LEN] == DATA_FRAME_START

@@ -5,27 +5,19 @@ thing a stream face's wire format changes: `LENGTH_PREFIX` here (icnd's
 format); `icnd.ndn.face.NdnStreamFace` is a `StreamFace` with NDN's framing
 (TLV blocks delimit themselves: no header at all).
 
-Reading: one receive buffer per face; after each readability wakeup the reader
-``recv_into``s large chunks until the socket would block (or a per-wakeup
-budget is spent, so one busy face cannot starve the others) and delivers every
-complete frame.  A frame is copied out of the buffer exactly once (into the
-``bytes`` handed to ``on_receive``), except a large Data that was given a
-buffer of its own (below): that buffer is handed over instead; the buffer is
-compacted only when its free tail gets short, and then only the partial
-frame moves, so the cost stays linear.  It grows to hold a large frame and
-shrinks back when it runs empty.  A frame larger than the buffer may get a
-buffer of exactly its announced size at once, from `EAGER_FRAMES`, a byte
-budget shared by all faces (a face holding a share for a smaller frame takes
-only the difference); a complete icnd Data in such a buffer is handed to
-``on_receive`` as a read-only memoryview of it (issue #18: no copy, and
-its budget share is given back: the packet is then accounted by whatever
-keeps it, as a copied one is).  Such a view is not hashable.
+Reading: one receive buffer per face (`icnd.faces.recvbuf.ReceiveBuffer`);
+after each readability wakeup the reader ``recv_into``s large chunks until the
+socket would block (or a per-wakeup budget is spent, so one busy face cannot
+starve the others) and delivers every complete frame, copied out of the
+buffer once -- except a large frame that was given a buffer of its own, which
+is handed over as a read-only memoryview when the face's link service says so
+(``face.hand_over``: `icnd.faces.service.NativeLinkService` takes icnd Data;
+such a view is not hashable).  Buffers sized to a frame's announced length
+come from a byte budget (`ByteBudget`) shared by the faces of one listener
+(``StreamListener.eager_frames``; a face it did not accept has its own).
 A length above `icnd.codec.MAX_PACKET_SIZE` (or whatever the framing finds
 invalid) is a framing error: the stream cannot be resynchronised, so the face
-counts it and closes.  The buffer grows with the bytes actually received (at
-most doubling, up to the frame's announced size), never with the header's
-claim alone, and it is only allocated once the first bytes arrive (an idle
-connection holds no buffer).  A partial frame must complete within
+counts it and closes.  A partial frame must complete within
 ``frame_timeout`` seconds (`icnd.faces.base.FaceLimits`; the clock restarts
 whenever a frame is delivered), else the face counts ``frame_timeouts`` and
 closes: a peer cannot hold a buffer by sending a header and stopping.
@@ -48,8 +40,9 @@ room, ``MSG_CTRUNC``); whatever is still held when the face closes is closed.
 Writing: `StreamFace.send` writes straight to the socket when nothing is
 queued (header and payload in one ``sendmsg``, no concatenation of large
 packets) and queues whatever the kernel did not take.  The queue is a deque of
-``bytes``/``memoryview`` bounded in bytes; the writer task drains it with
-scatter-gather ``sendmsg`` calls on writability.
+``bytes``/``memoryview`` bounded in bytes; the writer task
+(`icnd.faces.base.QueueWriter`) drains it with scatter-gather ``sendmsg``
+calls on writability.
 """
 
 from __future__ import annotations
@@ -62,15 +55,15 @@ import os
 import socket
 import stat
 import struct
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
-import numpy as np
 import trio
 
-from icnd.codec import DATA_FRAME_START, MAX_PACKET_SIZE
+from icnd.codec import MAX_PACKET_SIZE
 from icnd.faces.base import (
     DEFAULT_LIMITS,
     Face,
@@ -79,20 +72,22 @@ from icnd.faces.base import (
     ListenerCounters,
     OnNewFace,
     OnReceive,
-    RefusalLog,
+    QueueWriter,
     close_socket,
 )
+from icnd.faces.recvbuf import EAGER_FRAMES_BYTES, RECV_CHUNK, ByteBudget, ReceiveBuffer
 from icnd.faces.uri import FaceUri, format_inet_uri, parse_face_uri
+from icnd.ratelog import RateLimitedLog
 
 DEFAULT_MAX_SEND_QUEUE = 16 * 1024 * 1024
-RECV_CHUNK = 256 * 1024  # default receive buffer; reads are at least MIN_READ long
-EAGER_FRAMES_BYTES = 64 * 1024 * 1024  # buffers allocated at a frame's announced size, all faces together
-MIN_READ = 64 * 1024
 READS_PER_WAKEUP = 64  # then wait for readability again, letting other tasks run
 SMALL_PACKET = 16 * 1024  # below this, header + payload are concatenated (cheaper than an iovec)
 MAX_HELD_FDS = 8  # descriptors a Unix face holds for commands still to come; more are closed
 MAX_FDS_PER_MSG = 4
 _ANC_SPACE = socket.CMSG_SPACE(MAX_FDS_PER_MSG * array.array("i").itemsize)
+# A plain int: with the enum.IntFlag `socket.MSG_CTRUNC` on the right, `flags & ...` runs
+# enum's Python-level operators (__rand__, __call__, __new__) on every read of a Unix face.
+_MSG_CTRUNC = int(socket.MSG_CTRUNC)
 
 _HEADER = struct.Struct(">I")
 _IOV_MAX = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024, 1024)
@@ -100,32 +95,7 @@ _TRANSIENT_ACCEPT_ERRORS = {errno.ECONNABORTED, errno.EPROTO, errno.EPERM, errno
 _RESOURCE_ACCEPT_ERRORS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 
 log = logging.getLogger("icnd.faces")
-_timeout_log = RefusalLog(log)
-
-
-class ByteBudget:
-    """A count of bytes shared by many holders, never above `limit`."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.used = 0
-
-    def take(self, n: int) -> bool:
-        """Reserve `n` bytes if they fit; False (nothing reserved) otherwise."""
-        if self.used + n > self.limit:
-            return False
-        self.used += n
-        return True
-
-    def give(self, n: int) -> None:
-        self.used -= n
-
-
-# A frame whose header announces more than the receive buffer holds gets a
-# buffer of the announced size at once while this budget lasts (one
-# allocation, no copies as it arrives); beyond it, buffers grow with the bytes
-# received.  So peers' headers can pin at most this much, all faces together.
-EAGER_FRAMES = ByteBudget(EAGER_FRAMES_BYTES)
+_timeout_log = RateLimitedLog(log)
 
 
 class FramingError(Exception):
@@ -178,14 +148,17 @@ class StreamFace(Face):
         local: bool,
         persistent: bool,
         max_send_queue: int = DEFAULT_MAX_SEND_QUEUE,
+        eager_frames: ByteBudget | None = None,
     ) -> None:
         super().__init__(remote_uri=remote_uri, local_uri=local_uri, local=local, persistent=persistent)
         sock.setblocking(False)
+        # what buffers sized to a frame's header may take: the accepting listener's, else the face's own
+        self.eager_frames = eager_frames if eager_frames is not None else ByteBudget(EAGER_FRAMES_BYTES)
         self._sock = sock
         self._queue: deque[bytes | memoryview] = deque()
         self._queued_bytes = 0
         self.max_send_queue = max_send_queue
-        self._wake_writer = trio.Event()
+        self._writer = QueueWriter()
         self._running = False
         framing = self.framing  # read per packet by send: kept on the instance
         self._header = framing.header
@@ -248,7 +221,7 @@ class StreamFace(Face):
         else:
             self._queue.append(memoryview(wire)[sent - size :])
         self._queued_bytes += size + len(wire) - sent
-        self._wake_writer.set()
+        self._writer.wake()
 
     async def run(self, on_receive: OnReceive) -> None:
         if self._running:
@@ -276,7 +249,7 @@ class StreamFace(Face):
 
     def _hold_fds(self, ancillary: list[tuple[int, int, bytes]], flags: int) -> None:
         counters = self.counters
-        if flags & socket.MSG_CTRUNC:
+        if flags & _MSG_CTRUNC:
             counters.fds_refused += 1  # the kernel closed what did not fit
         for level, kind, data in ancillary:
             if level != socket.SOL_SOCKET or kind != socket.SCM_RIGHTS:
@@ -324,7 +297,7 @@ class StreamFace(Face):
             self._queue.append(first)
             self._queue.append(wire)
             self._queued_bytes += self._header_size + n
-            self._wake_writer.set()
+            self._writer.wake()
         self.counters.out_packets += 1
         self.counters.out_bytes += n
 
@@ -337,7 +310,7 @@ class StreamFace(Face):
         self._attached.clear()
         self._queue.clear()
         self._queued_bytes = 0
-        self._wake_writer.set()
+        self._writer.wake()
         close_socket(self._sock)
         on_release, self._on_release = self._on_release, None
         if on_release is not None:
@@ -347,21 +320,13 @@ class StreamFace(Face):
         self.counters.frame_timeouts += 1
         if self._listener_counters is not None:
             self._listener_counters.frame_timeouts += 1
-        _timeout_log.warning("closing %s: a partial frame did not complete in %gs", self.remote_uri, self.frame_timeout)
+        _timeout_log.warning(time.monotonic(), "closing %s: a partial frame did not complete in %gs",
+                             self.remote_uri, self.frame_timeout)
         self._close_now(f"partial frame timed out after {self.frame_timeout:g}s")
 
     async def _write_loop(self) -> None:
-        sock = self._sock
-        while not self.closed:
-            if not self._queue:
-                await self._wake_writer.wait()
-                self._wake_writer = trio.Event()
-                continue
-            try:
-                await trio.lowlevel.wait_writable(sock)
-            except trio.ClosedResourceError:
-                return
-            self._flush()
+        await self._writer.run(self._sock, closed=lambda: self.closed, queued=lambda: bool(self._queue),
+                               flush=self._flush)
 
     def _flush(self) -> None:
         """Write queued bytes until the queue is empty or the socket would block.
@@ -408,19 +373,21 @@ class StreamFace(Face):
         counters = self.counters
         frame = self.framing.frame
         fd_capable = self._fd_capable
-        buf = bytearray()  # allocated when the first bytes arrive
-        view = memoryview(buf)
-        start = end = 0  # buf[start:end] holds received, not yet delivered bytes
-        need = 1  # bytes needed at buf[start:] before the next frame can be parsed
+        hand_over = self.hand_over  # the link service's: which large frames it takes as views (ReceiveBuffer.split)
+        received = ReceiveBuffer(self.eager_frames)
+        need = 1  # bytes needed at received.start before the next frame can be parsed
         deadline = 0.0  # while bytes are pending: when the partial frame times out
-        eager = 0  # bytes of EAGER_FRAMES this face's buffer holds
-        # a large Data of icnd's own format, given a buffer of its own, is handed over as a read-only
-        # view of that buffer, not copied out of it (issue #18: `icnd.codec.decode` takes views)
-        hand_over = self.framing is LENGTH_PREFIX
+
+        def deliver(packet: bytes, size: int) -> bool:
+            counters.in_packets += 1
+            counters.in_bytes += size
+            on_receive(self, packet)
+            return self.closed
+
         try:
             while True:
                 try:
-                    if start == end:
+                    if received.start == received.end:
                         await trio.lowlevel.wait_readable(sock)
                     else:
                         with trio.move_on_at(deadline):
@@ -432,42 +399,13 @@ class StreamFace(Face):
                     return
                 delivered = counters.in_packets
                 for _ in range(READS_PER_WAKEUP):
-                    if start + need > len(buf) or (len(buf) - end < MIN_READ and not eager):
-                        # (a frame's own buffer, sized to the frame, is read into to its very end)
-                        # Make room: move the partial frame to the front, growing if there is not
-                        # MIN_READ free behind it -- by at most doubling, so the buffer follows the
-                        # bytes received, not the size the frame's header announces.
-                        pending = end - start
-                        grow = pending + MIN_READ > len(buf)
-                        # the fast path: the whole frame's buffer at once, from a bounded budget; a
-                        # face holding a share for a smaller frame takes only the difference, and
-                        # keeps its share (its buffer stays counted) if the budget has no more
-                        big = need > max(len(buf), RECV_CHUNK)
-                        own = big and EAGER_FRAMES.take(need - eager)
-                        if own:
-                            eager = size = need
-                            grow = True
-                        elif grow:
-                            size = min(need + RECV_CHUNK, max(2 * len(buf), pending + MIN_READ, RECV_CHUNK))
-                        if grow:
-                            # a frame's own buffer is not zeroed first (the kernel writes every byte
-                            # of it), and numpy asks for huge pages when it is large: fresh memory
-                            # costs a fault per 2 MiB instead of per 4 KiB (issue #18)
-                            new: Any = np.empty(size, np.uint8) if own else bytearray(size)
-                            fresh = memoryview(new)
-                            fresh[:pending] = view[start:end]
-                            view.release()
-                            buf, view = new, fresh
-                        elif start:
-                            view[:pending] = view[start:end]
-                        start, end = 0, pending
                     try:
                         if fd_capable:
-                            got, ancillary, flags, _ = sock.recvmsg_into((view[end:],), _ANC_SPACE)
-                            if ancillary or flags & socket.MSG_CTRUNC:
+                            got, ancillary, flags, _ = sock.recvmsg_into((received.room(need),), _ANC_SPACE)
+                            if ancillary or flags & _MSG_CTRUNC:
                                 self._hold_fds(ancillary, flags)
                         else:
-                            got = sock.recv_into(view[end:])
+                            got = sock.recv_into(received.room(need))
                     except BlockingIOError:
                         break
                     except OSError as exc:
@@ -476,58 +414,23 @@ class StreamFace(Face):
                     if not got:
                         self._close_now("peer closed")
                         return
-                    end += got
-                    while end - start >= need:
-                        try:
-                            bounds = frame(view, start, end)
-                        except FramingError as exc:
-                            counters.framing_errors += 1
-                            self._close_now(f"framing error: {exc}")
-                            return
-                        if bounds is None:
-                            need = end - start + 1
-                            break
-                        packet_start, frame_end = bounds
-                        if frame_end > end:
-                            need = frame_end - start
-                            break
-                        counters.in_packets += 1
-                        counters.in_bytes += frame_end - packet_start
-                        if eager and hand_over and frame_end == len(buf) and not start \
-                                and view[packet_start:packet_start + 3] == DATA_FRAME_START:
-                            # the frame fills its own buffer: hand the buffer over (the packet keeps
-                            # it alive), start afresh with a small one
-                            packet = cast(bytes, view[packet_start:frame_end].toreadonly())  # (base.py)
-                            view.release()
-                            buf = bytearray(RECV_CHUNK)
-                            view = memoryview(buf)
-                            EAGER_FRAMES.give(eager)
-                            eager = 0
-                            end = frame_end = 0
-                        else:
-                            packet = bytes(view[packet_start:frame_end])
-                        start = frame_end
-                        need = 1
-                        on_receive(self, packet)
-                        if self.closed:
-                            return
-                    if start == end:
-                        start = end = 0
-                if start == end:
+                    try:
+                        need = received.split(got, frame, need, hand_over, deliver)
+                    except FramingError as exc:
+                        counters.framing_errors += 1
+                        self._close_now(f"framing error: {exc}")
+                        return
+                    if not need:
+                        return  # closed while delivering
+                if received.start == received.end:
                     deadline = 0.0
-                    if len(buf) > RECV_CHUNK:
-                        view.release()
-                        buf = bytearray(RECV_CHUNK)
-                        view = memoryview(buf)
-                        if eager:
-                            EAGER_FRAMES.give(eager)
-                            eager = 0
+                    if len(received.buf) > RECV_CHUNK:
+                        received.shrink()
                 elif counters.in_packets != delivered or not deadline:
                     deadline = trio.current_time() + self.frame_timeout  # a new partial frame
-
         finally:
-            if eager:
-                EAGER_FRAMES.give(eager)
+            received.release()
+
 
 class StreamListener(Listener):
     """Accepts TCP or Unix stream connections; each becomes an on-demand `StreamFace`.
@@ -539,15 +442,18 @@ class StreamListener(Listener):
     """
 
     def __init__(
-        self, sock: socket.socket, uri: FaceUri, on_new_face: OnNewFace, *, limits: FaceLimits = DEFAULT_LIMITS
+        self, sock: socket.socket, uri: FaceUri, on_new_face: OnNewFace, *, limits: FaceLimits = DEFAULT_LIMITS,
+        eager_frames: ByteBudget | None = None,
     ) -> None:
         sock.setblocking(False)
         self._sock = sock
         self.limits = limits
+        # buffers sized to a frame's header, all this listener's faces together (`icnd.faces.recvbuf`)
+        self.eager_frames = eager_frames if eager_frames is not None else ByteBudget(EAGER_FRAMES_BYTES)
         self.counters = ListenerCounters()
         self._open = 0  # faces of this listener not yet closed
         self._per_source: dict[str, int] = {}  # remote address -> open faces (TCP)
-        self._refusals = RefusalLog(log)
+        self._refusals = RateLimitedLog(log)
         self._on_new_face = on_new_face
         self._unix_path = uri.path if uri.scheme == "unix" else None
         self._scheme = uri.scheme
@@ -597,6 +503,7 @@ class StreamListener(Listener):
                 continue
             face = self._make_face(conn, addr)
             face.frame_timeout = self.limits.frame_timeout
+            face.eager_frames = self.eager_frames
             face._listener_counters = self.counters
             face._on_release = lambda source=source: self._forget(source)
             self._open += 1
@@ -617,11 +524,13 @@ class StreamListener(Listener):
         cap = limits.max_connections if source else limits.unix_max_connections
         if self._open >= cap:
             self.counters.connections_refused_listener += 1
-            self._refusals.warning("%s: refusing a connection: %d connections open (limit)", self.local_uri, cap)
+            self._refusals.warning(time.monotonic(), "%s: refusing a connection: %d connections open (limit)",
+                                   self.local_uri, cap)
             return False
         if source and self._per_source.get(source, 0) >= limits.max_per_source:
             self.counters.connections_refused_source += 1
-            self._refusals.warning("%s: refusing a connection from %s: %d connections open from it (limit)",
+            self._refusals.warning(time.monotonic(),
+                                   "%s: refusing a connection from %s: %d connections open from it (limit)",
                                    self.local_uri, source, limits.max_per_source)
             return False
         return True
@@ -663,12 +572,17 @@ class StreamListener(Listener):
 
 
 async def open_stream_listener(
-    uri: str | FaceUri, *, on_new_face: OnNewFace, backlog: int = 128, limits: FaceLimits = DEFAULT_LIMITS
+    uri: str | FaceUri, *, on_new_face: OnNewFace, backlog: int = 128, limits: FaceLimits = DEFAULT_LIMITS,
+    eager_frames: ByteBudget | None = None,
 ) -> StreamListener:
     """Listen on ``tcp://HOST:PORT`` (port 0: ephemeral) or ``unix:///path``.
 
     A Unix socket file left behind by a dead process is replaced; one with a
     live listener behind it, or any non-socket file, raises `OSError`.
+    `eager_frames`: the budget of receive buffers sized to a frame's header
+    (`icnd.faces.recvbuf`) this listener's faces share (default: a budget of
+    its own, `EAGER_FRAMES_BYTES`); pass one budget to several listeners to
+    bound them together.
     """
     parsed = parse_face_uri(uri) if isinstance(uri, str) else uri
     if parsed.scheme == "unix":
@@ -680,7 +594,7 @@ async def open_stream_listener(
         except BaseException:
             sock.close()
             raise
-        return StreamListener(sock, parsed, on_new_face, limits=limits)
+        return StreamListener(sock, parsed, on_new_face, limits=limits, eager_frames=eager_frames)
     if parsed.scheme != "tcp":
         raise ValueError(f"not a stream URI: {parsed}")
     infos = await trio.socket.getaddrinfo(
@@ -697,7 +611,7 @@ async def open_stream_listener(
     except BaseException:
         sock.close()
         raise
-    return StreamListener(sock, parsed, on_new_face, limits=limits)
+    return StreamListener(sock, parsed, on_new_face, limits=limits, eager_frames=eager_frames)
 
 
 def _remove_stale_unix_socket(path: str) -> None:

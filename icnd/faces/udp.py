@@ -65,6 +65,7 @@ import errno
 import logging
 import random
 import socket
+import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -80,11 +81,12 @@ from icnd.faces.base import (
     ListenerCounters,
     OnNewFace,
     OnReceive,
-    RefusalLog,
+    QueueWriter,
     close_socket,
 )
 from icnd.faces.fragment import DEFAULT_MTU, MIN_MTU, Fragmenter, ReassemblyBudget, Reassembler, fragment_count
 from icnd.faces.uri import FaceUri, format_inet_uri, parse_face_uri
+from icnd.ratelog import RateLimitedLog
 
 MAX_DATAGRAM = 65507  # largest UDP payload over IPv4
 RECV_SIZE = 65536
@@ -237,9 +239,10 @@ class UdpFace(Face):
 
     def _deliver(self, data: bytes) -> None:
         if data and data[0] == 0xC1:  # fragment.MAGIC, inlined: the one check on the fast path
-            data = self._reassembler.feed(data, trio.current_time())  # type: ignore[assignment]
-            if data is None:
+            whole = self._reassembler.feed(data, trio.current_time())
+            if whole is None:
                 return
+            data = whole
         counters = self.counters
         on_receive = self._on_receive
         if on_receive is not None:
@@ -315,10 +318,10 @@ class UdpListener(Listener):
         self.limits = limits
         self.counters = ListenerCounters()
         self._budget = ReassemblyBudget(limits.reassembly_bytes)
-        self._refusals = RefusalLog(log)
+        self._refusals = RateLimitedLog(log)
         self._full_until = 0.0  # while on-demand faces are full: no face can be evicted before then
         self._queue: deque[tuple[UdpFace, bytes]] = deque()
-        self._wake_writer = trio.Event()
+        self._writer = QueueWriter()
         self._running = False
         host, port = sock.getsockname()[:2]
         self.local_address: tuple[str, int] = (host, port)
@@ -390,17 +393,17 @@ class UdpListener(Listener):
         self.closed = True
         close_socket(self._sock)
         self._queue.clear()
-        self._wake_writer.set()
+        self._writer.wake()
         for face in list(self._faces.values()):
             face._close_now("listener closed")
 
     def _enqueue(self, face: UdpFace, wire: bytes) -> None:
         self._queue.append((face, wire))
-        self._wake_writer.set()
+        self._writer.wake()
 
     def _enqueue_many(self, face: UdpFace, datagrams: list[bytes], start: int) -> None:
         self._queue.extend([(face, datagrams[i]) for i in range(start, len(datagrams))])
-        self._wake_writer.set()
+        self._writer.wake()
 
     @property
     def reassembly_bytes(self) -> int:
@@ -453,7 +456,8 @@ class UdpListener(Listener):
             return None  # a standalone face's socket talks to its one peer only
         if len(self._faces) >= self.limits.udp_max_faces and not self._make_room():
             self.counters.udp_faces_refused += 1
-            self._refusals.warning("%s: dropping datagrams from new peer %s: %d on-demand faces, none idle (limit)",
+            self._refusals.warning(time.monotonic(),
+                                   "%s: dropping datagrams from new peer %s: %d on-demand faces, none idle (limit)",
                                    self.local_uri, _address_uri(address), self.limits.udp_max_faces)
             return None
         face = UdpFace(self, address, persistent=False)
@@ -491,18 +495,12 @@ class UdpListener(Listener):
                     return
 
     async def _write_loop(self) -> None:
-        sock = self._sock
-        while not self.closed:
-            if not self._queue:
-                self._burst_left = self._burst_bytes
-                await self._wake_writer.wait()
-                self._wake_writer = trio.Event()
-                continue
-            try:
-                await trio.lowlevel.wait_writable(sock)
-            except trio.ClosedResourceError:
-                return
-            self._flush()
+        await self._writer.run(self._sock, closed=lambda: self.closed, queued=lambda: bool(self._queue),
+                               flush=self._flush, on_idle=self._refill_burst)
+
+    def _refill_burst(self) -> None:
+        """Nothing queued: the next burst may be a whole one."""
+        self._burst_left = self._burst_bytes
 
     def _flush(self) -> None:
         """Send queued datagrams: at most ``burst_bytes`` (but at least one) this turn."""

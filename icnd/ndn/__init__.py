@@ -22,7 +22,6 @@ from icnd.ndn.codec import (
     NdnSignatureInfo,
     SignedInterestInfo,
     decode_ndn,
-    default_name_map,
     encode_ndn,
     encode_ndn_nack,
 )
@@ -39,7 +38,6 @@ __all__ = [
     "NdnSignatureInfo",
     "SignedInterestInfo",
     "decode_ndn",
-    "default_name_map",
     "encode_ndn",
     "encode_ndn_nack",
     "frame_length",

@@ -32,9 +32,10 @@ Params digest (the one place names do *not* map 1:1)
     again.  To send Data and Nacks back under the name the NDN consumer used,
     the codec remembers each translation in an `NdnNameMap` (icnd name ->
     NDN name and the original "tail" bytes, NDN name -> icnd name, bounded
-    LRU).  By default every call shares the process-wide `default_name_map`,
-    so a face needs to do nothing; pass ``names=NdnNameMap()`` for isolation
-    or ``names=None`` to disable it.  With the map, an Interest decoded from
+    LRU).  The map is the caller's: `icnd.ndn.face.NdnLinkService` passes the
+    one its node's NDN faces share (a translation recorded on one face is
+    used on another when an Interest is forwarded NDN to NDN); without
+    ``names`` (None) nothing is remembered.  With the map, an Interest decoded from
     NDN and re-encoded (forwarded to another NDN face, or echoed in a Nack)
     carries its original ApplicationParameters *and signature fields*
     byte for byte, so its NDN name and signature stay valid.  Without an
@@ -141,6 +142,43 @@ from icnd.packet import (
 )
 from icnd.ndn.tlv import (
     MAX_NDN_PACKET,
+    T_INTEREST,
+    T_DATA,
+    T_NAME,
+    T_CAN_BE_PREFIX,
+    T_MUST_BE_FRESH,
+    T_FORWARDING_HINT,
+    T_NONCE,
+    T_INTEREST_LIFETIME,
+    T_HOP_LIMIT,
+    T_APP_PARAMS,
+    T_INTEREST_SIG_INFO,
+    T_INTEREST_SIG_VALUE,
+    T_META_INFO,
+    T_CONTENT_TYPE,
+    T_FRESHNESS_PERIOD,
+    T_FINAL_BLOCK_ID,
+    T_CONTENT,
+    T_SIG_INFO,
+    T_SIG_VALUE,
+    T_SIG_TYPE,
+    T_KEY_LOCATOR,
+    T_KEY_DIGEST,
+    T_SIG_NONCE,
+    T_SIG_TIME,
+    T_SIG_SEQ_NUM,
+    T_VALIDITY_PERIOD,
+    T_LP_PACKET,
+    T_FRAGMENT,
+    T_SEQUENCE,
+    T_FRAG_INDEX,
+    T_FRAG_COUNT,
+    T_PIT_TOKEN,
+    T_NACK,
+    T_NACK_REASON,
+    T_INCOMING_FACE_ID,
+    T_NEXT_HOP_FACE_ID,
+    T_CONGESTION_MARK,
     decode_nni,
     encode_tlv,
     is_critical,
@@ -149,46 +187,6 @@ from icnd.ndn.tlv import (
     read_tl,
 )
 
-# --- TLV-TYPE numbers ----------------------------------------------------------
-
-T_INTEREST = 0x05
-T_DATA = 0x06
-T_NAME = 0x07
-T_CAN_BE_PREFIX = 0x21
-T_MUST_BE_FRESH = 0x12
-T_FORWARDING_HINT = 0x1E
-T_NONCE = 0x0A
-T_INTEREST_LIFETIME = 0x0C
-T_HOP_LIMIT = 0x22
-T_APP_PARAMS = 0x24
-T_INTEREST_SIG_INFO = 0x2C
-T_INTEREST_SIG_VALUE = 0x2E
-T_META_INFO = 0x14
-T_CONTENT_TYPE = 0x18
-T_FRESHNESS_PERIOD = 0x19
-T_FINAL_BLOCK_ID = 0x1A
-T_CONTENT = 0x15
-T_SIG_INFO = 0x16
-T_SIG_VALUE = 0x17
-T_SIG_TYPE = 0x1B
-T_KEY_LOCATOR = 0x1C
-T_KEY_DIGEST = 0x1D
-T_SIG_NONCE = 0x26
-T_SIG_TIME = 0x28
-T_SIG_SEQ_NUM = 0x2A
-T_VALIDITY_PERIOD = 0xFD
-
-T_LP_PACKET = 0x64
-T_FRAGMENT = 0x50
-T_SEQUENCE = 0x51
-T_FRAG_INDEX = 0x52
-T_FRAG_COUNT = 0x53
-T_PIT_TOKEN = 0x62
-T_NACK = 0x0320
-T_NACK_REASON = 0x0321
-T_INCOMING_FACE_ID = 0x032C
-T_NEXT_HOP_FACE_ID = 0x0330
-T_CONGESTION_MARK = 0x0340
 
 SIG_DIGEST_SHA256 = 0
 NDN_NACK_NONE = 0
@@ -346,10 +344,6 @@ class NdnNameMap:
                 if prefix is not None:
                     return prefix + comps[j + 1 :]
         return comps
-
-
-default_name_map = NdnNameMap()
-"""The process-wide translation memory `decode_ndn`/`encode_ndn` use by default."""
 
 
 def _has_params_comp(comps: Comps) -> bool:
@@ -565,7 +559,7 @@ def _decode_key_locator(buf: bytes, start: int, end: int) -> tuple[Name | None, 
 
 
 def decode_ndn(
-    buf: bytes | bytearray | memoryview, *, names: NdnNameMap | None = default_name_map
+    buf: bytes | bytearray | memoryview, *, names: NdnNameMap | None = None
 ) -> tuple[Interest | Data | Nack, LpInfo]:
     """Decode one NDN packet (bare Interest/Data or LpPacket); raises only `DecodeError`."""
     if type(buf) is not bytes:
@@ -744,7 +738,8 @@ def _decode_interest(
         if sig_info is not None:
             portion = [buf[cs:ce] for ct, cs, ce in _comp_spans(buf, name_start, name_end) if ct != T_PARAMS]
             portion.append(buf[params_at:sig_info_end])
-            signed = SignedInterestInfo(sig_info, sig_value, b"".join(portion))  # type: ignore[arg-type]
+            # (sig_value is set whenever sig_info is: mypy cannot tell)
+            signed = SignedInterestInfo(sig_info, sig_value, b"".join(portion))  # type: ignore[arg-type]  # see above
         ndn_comps = comps
         comps = comps[:last] + (params_digest(_sha256(params).digest()),)
         if names is not None:
@@ -924,7 +919,7 @@ def encode_ndn(
     lp: LpInfo | None = None,
     *,
     interest: Interest | None = None,
-    names: NdnNameMap | None = default_name_map,
+    names: NdnNameMap | None = None,
 ) -> bytes:
     """Encode an icnd packet as NDN, wrapped in an LpPacket when `lp` needs one.
 
@@ -937,15 +932,15 @@ def encode_ndn(
     """
     kind = type(packet)
     if kind is Interest and lp is not None and lp.nack_reason is not None:
-        interest = packet  # type: ignore[assignment]
-        packet = Nack(packet.name, packet.nonce, lp.nack_reason)  # type: ignore[union-attr]
+        interest = packet  # type: ignore[assignment]  # `kind is Interest` does not narrow `packet`
+        packet = Nack(packet.name, packet.nonce, lp.nack_reason)  # type: ignore[union-attr]  # (likewise)
         kind = Nack
     if kind is Interest:
-        wire = _encode_interest(packet, names)  # type: ignore[arg-type]
+        wire = _encode_interest(packet, names)  # type: ignore[arg-type]  # `kind is` checks narrow nothing
     elif kind is Data:
-        wire = _encode_data(packet, names)  # type: ignore[arg-type]
+        wire = _encode_data(packet, names)  # type: ignore[arg-type]  # (likewise)
     elif kind is Nack:
-        return _encode_nack(packet, interest, lp, names)  # type: ignore[arg-type]
+        return _encode_nack(packet, interest, lp, names)  # type: ignore[arg-type]  # (likewise)
     else:
         raise TypeError(f"not a packet: {kind.__name__}")
     if lp is not None:
@@ -962,7 +957,7 @@ def encode_ndn_nack(
     reason: NackReason,
     pit_token: bytes | None = None,
     *,
-    names: NdnNameMap | None = default_name_map,
+    names: NdnNameMap | None = None,
 ) -> bytes:
     """``LpPacket{[PitToken], Nack{reason}, Fragment{interest}}``."""
     return _encode_nack(Nack.for_interest(interest, reason), interest, LpInfo(pit_token=pit_token), names)

@@ -27,10 +27,12 @@ import ipaddress
 import logging
 import socket
 from dataclasses import replace
+from collections.abc import Callable
 from typing import Any
 
 from icnd.errors import DecodeError
 from icnd.faces.base import DEFAULT_LIMITS, Face, FaceLimits, OnNewFace
+from icnd.faces.recvbuf import ByteBudget
 from icnd.faces.service import LinkService, NothingToDeliver, Unsendable
 from icnd.faces.stream import (
     DEFAULT_MAX_SEND_QUEUE,
@@ -42,7 +44,7 @@ from icnd.faces.stream import (
 )
 from icnd.faces.uri import FaceUri, format_inet_uri, parse_face_uri
 from icnd.name import T_PARAMS, Name
-from icnd.ndn.codec import IdlePacket, LpInfo, decode_ndn, default_name_map, encode_ndn, encode_ndn_nack
+from icnd.ndn.codec import IdlePacket, LpInfo, NdnNameMap, decode_ndn, encode_ndn, encode_ndn_nack
 from icnd.ndn.tlv import MAX_NDN_PACKET, frame_length_at
 from icnd.packet import Data, Interest, Nack, Packet
 
@@ -101,9 +103,10 @@ def _is_loopback(host: str) -> bool:
 
 
 async def open_ndn_listener(uri: str | FaceUri, *, on_new_face: OnNewFace, backlog: int = 128,
-                            limits: FaceLimits = DEFAULT_LIMITS) -> NdnStreamListener:
+                            limits: FaceLimits = DEFAULT_LIMITS,
+                            eager_frames: ByteBudget | None = None) -> NdnStreamListener:
     """Listen for NDN applications on ``unix:///path`` or ``tcp://HOST:PORT`` (default port 6363),
-    with the connection limits of icnd's own stream listeners."""
+    with the connection limits of icnd's own stream listeners (and, given, their frame-buffer budget)."""
     parsed = parse_face_uri(uri) if isinstance(uri, str) else uri
     if parsed.scheme not in ("unix", "tcp"):
         raise ValueError(f"an NDN listener is unix:///path or tcp://HOST:PORT, not {parsed}")
@@ -111,7 +114,7 @@ async def open_ndn_listener(uri: str | FaceUri, *, on_new_face: OnNewFace, backl
     # files replaced, live ones refused, SO_REUSEADDR, dual-stack IPv6);
     # only the faces it makes differ.
     plain = await open_stream_listener(parsed, on_new_face=on_new_face, backlog=backlog, limits=limits)
-    return NdnStreamListener(plain._sock, parsed, on_new_face, limits=limits)
+    return NdnStreamListener(plain._sock, parsed, on_new_face, limits=limits, eager_frames=eager_frames)
 
 
 
@@ -146,24 +149,33 @@ class NdnLinkService(LinkService):
 
     Name translation for ``params-sha256`` (NDN's digest covers the whole
     ApplicationParameters TLV to the end of the Interest, icnd's only the
-    parameter bytes) is the codec's (`icnd.ndn.codec.NdnNameMap`): Interests
-    arrive with icnd's component and Data leave under the consumer's NDN
-    name.
+    parameter bytes) is the codec's, with the translation memory `names`
+    (`icnd.ndn.codec.NdnNameMap`): Interests arrive with icnd's component
+    and Data leave under the consumer's NDN name.  The link services of one
+    node share one map (`sharing`), so that an Interest forwarded from one
+    NDN face to another keeps its NDN name and signature; a link service
+    made without one has a map of its own.
     """
 
-    __slots__ = ("max_pending", "_pending", "_prefix_pending", "in_interests", "in_data", "in_nacks",
+    __slots__ = ("names", "max_pending", "_pending", "_prefix_pending", "in_interests", "in_data", "in_nacks",
                  "out_interests", "out_data", "out_nacks")
 
     wire_format = "ndn"
 
-    def __init__(self, face: Face, max_pending: int = MAX_PENDING) -> None:
+    def __init__(self, face: Face, max_pending: int = MAX_PENDING, *, names: NdnNameMap | None = None) -> None:
         super().__init__(face, self._decode, self._encode)
+        self.names = names if names is not None else NdnNameMap()
         self.max_pending = max_pending
         self._pending: dict[tuple[bytes, ...], _Pending] = {}
         self._prefix_pending: dict[tuple[bytes, ...], _Pending] = {}  # CanBePrefix Interests
         # packets by kind, for NFD's faces/list: Interests, Data, Nacks in; the same out
         self.in_interests = self.in_data = self.in_nacks = 0
         self.out_interests = self.out_data = self.out_nacks = 0
+
+    @classmethod
+    def sharing(cls, names: NdnNameMap) -> Callable[[Face], NdnLinkService]:
+        """What makes a node's NDN link services, one per face, all with the translation memory `names`."""
+        return lambda face: cls(face, names=names)
 
     @property
     def counts(self) -> tuple[int, int, int, int, int, int]:
@@ -177,7 +189,7 @@ class NdnLinkService(LinkService):
     # --- receiving --------------------------------------------------------------------
     def _decode(self, wire: bytes) -> Packet:
         try:
-            packet, lp = decode_ndn(wire)
+            packet, lp = decode_ndn(wire, names=self.names)
         except IdlePacket:
             raise NothingToDeliver from None
         if type(packet) is Interest:
@@ -203,7 +215,7 @@ class NdnLinkService(LinkService):
         self.in_nacks += 1
         comps = nack.name.comps
         if comps[-1][0] == T_PARAMS:
-            icnd = default_name_map.to_icnd(comps)
+            icnd = self.names.to_icnd(comps)
             if icnd is not comps:
                 return replace(nack, name=Name.from_wire(icnd))
         return nack
@@ -214,12 +226,12 @@ class NdnLinkService(LinkService):
             if type(packet) is Data:
                 entry = self._take(packet.name.comps)
                 if entry is None or entry.token is None:
-                    wire = encode_ndn(packet)
+                    wire = encode_ndn(packet, names=self.names)
                 else:
-                    wire = encode_ndn(packet, LpInfo(pit_token=entry.token))
+                    wire = encode_ndn(packet, LpInfo(pit_token=entry.token), names=self.names)
                 self.out_data += 1
             elif type(packet) is Interest:
-                wire = encode_ndn(packet)
+                wire = encode_ndn(packet, names=self.names)
                 self.out_interests += 1
             elif type(packet) is Nack:
                 wire = self._nack_wire(packet)
@@ -241,7 +253,7 @@ class NdnLinkService(LinkService):
             return
         token = entry.token if entry is not None else None
         try:
-            wire = encode_ndn(data, None if token is None else LpInfo(pit_token=token))
+            wire = encode_ndn(data, None if token is None else LpInfo(pit_token=token), names=self.names)
         except ValueError as exc:
             self.face.counters.send_drops += 1
             log.warning("face %d: cannot send %r in NDN format: %s", self.face.id, data, exc)
@@ -268,5 +280,5 @@ class NdnLinkService(LinkService):
             entry = pending.get(comps)
         if entry is not None and entry.interest.nonce == nack.nonce:
             del pending[comps]
-            return encode_ndn_nack(entry.interest, nack.reason, entry.token)
-        return encode_ndn(nack)  # the codec rebuilds the Interest from the name and nonce
+            return encode_ndn_nack(entry.interest, nack.reason, entry.token, names=self.names)
+        return encode_ndn(nack, names=self.names)  # the codec rebuilds the Interest from the name and nonce

@@ -32,34 +32,39 @@ from icnd.name import T_GENERIC, T_PARAMS, Name
 from icnd.packet import Data, Interest
 from icnd.security import DigestKey
 from icnd.ndn.codec import (
-    T_NAME,
     SignedInterestInfo,
     decode_ndn_name,
     decode_ndn_name_value,
     encode_ndn_component,
     encode_ndn_name,
 )
-from icnd.ndn.tlv import decode_nni, encode_tlv, iter_tlvs, nni_tlv, read_tl
-
-T_CONTROL_PARAMETERS = 0x68
-T_FACE_ID = 0x69
-T_COST = 0x6A
-T_STRATEGY = 0x6B
-T_FLAGS = 0x6C
-T_EXPIRATION_PERIOD = 0x6D
-T_ORIGIN = 0x6F
-T_MASK = 0x70
-T_URI = 0x72
-T_LOCAL_URI = 0x81
-T_CAPACITY = 0x83
-T_COUNT = 0x84
-T_FACE_PERSISTENCY = 0x85
-T_BASE_CONGESTION_MARKING_INTERVAL = 0x87
-T_DEFAULT_CONGESTION_THRESHOLD = 0x88
-T_MTU = 0x89
-T_CONTROL_RESPONSE = 0x65
-T_STATUS_CODE = 0x66
-T_STATUS_TEXT = 0x67
+from icnd.ndn.tlv import (
+    T_NAME,
+    T_CONTROL_PARAMETERS,
+    T_FACE_ID,
+    T_COST,
+    T_STRATEGY,
+    T_FLAGS,
+    T_EXPIRATION_PERIOD,
+    T_ORIGIN,
+    T_MASK,
+    T_URI,
+    T_LOCAL_URI,
+    T_CAPACITY,
+    T_COUNT,
+    T_FACE_PERSISTENCY,
+    T_BASE_CONGESTION_MARKING_INTERVAL,
+    T_DEFAULT_CONGESTION_THRESHOLD,
+    T_MTU,
+    T_CONTROL_RESPONSE,
+    T_STATUS_CODE,
+    T_STATUS_TEXT,
+    decode_nni,
+    encode_tlv,
+    iter_tlvs,
+    nni_tlv,
+    read_tl,
+)
 
 ROUTE_FLAG_CHILD_INHERIT = 1
 ROUTE_FLAG_CAPTURE = 2
@@ -181,7 +186,7 @@ class ControlParameters:
                 if st != T_NAME or se != ve:
                     raise DecodeError("Strategy must hold exactly one Name")
                 values[f] = decode_ndn_name(buf, vs, ve)
-        return cls(**values)  # type: ignore[arg-type]
+        return cls(**values)  # type: ignore[arg-type]  # each field's value was decoded by its declared kind
 
     def with_rib_defaults(self, face_id: int) -> "ControlParameters":
         """The parameters NFD applies to rib/register: FaceId 0/absent -> `face_id`,

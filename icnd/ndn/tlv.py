@@ -33,6 +33,96 @@ MAX_NDN_PACKET = 8800
 MAX_TLV_TYPE = (1 << 32) - 1
 _U64 = (1 << 64) - 1
 
+# --- TLV-TYPE numbers: the one table (ndn-cxx encoding/tlv.hpp, lp/tlv.hpp, tlv-nfd.hpp) ------------------
+# A number means something only inside its parent element, so different elements reuse numbers
+# (0x80 is FaceStatus in a faces dataset and NfdVersion in the forwarder's status).
+
+# packet format v0.3 (`icnd.ndn.codec`)
+T_INTEREST = 0x05
+T_DATA = 0x06
+T_NAME = 0x07
+T_CAN_BE_PREFIX = 0x21
+T_MUST_BE_FRESH = 0x12
+T_FORWARDING_HINT = 0x1E
+T_NONCE = 0x0A
+T_INTEREST_LIFETIME = 0x0C
+T_HOP_LIMIT = 0x22
+T_APP_PARAMS = 0x24
+T_INTEREST_SIG_INFO = 0x2C
+T_INTEREST_SIG_VALUE = 0x2E
+T_META_INFO = 0x14
+T_CONTENT_TYPE = 0x18
+T_FRESHNESS_PERIOD = 0x19
+T_FINAL_BLOCK_ID = 0x1A
+T_CONTENT = 0x15
+T_SIG_INFO = 0x16
+T_SIG_VALUE = 0x17
+T_SIG_TYPE = 0x1B
+T_KEY_LOCATOR = 0x1C
+T_KEY_DIGEST = 0x1D
+T_SIG_NONCE = 0x26
+T_SIG_TIME = 0x28
+T_SIG_SEQ_NUM = 0x2A
+T_VALIDITY_PERIOD = 0xFD
+
+# NDNLPv2 (`icnd.ndn.codec`)
+T_LP_PACKET = 0x64
+T_FRAGMENT = 0x50
+T_SEQUENCE = 0x51
+T_FRAG_INDEX = 0x52
+T_FRAG_COUNT = 0x53
+T_PIT_TOKEN = 0x62
+T_NACK = 0x0320
+T_NACK_REASON = 0x0321
+T_INCOMING_FACE_ID = 0x032C
+T_NEXT_HOP_FACE_ID = 0x0330
+T_CONGESTION_MARK = 0x0340
+
+# NFD management: ControlParameters and ControlResponse (`icnd.ndn.nfdmgmt`)
+T_CONTROL_PARAMETERS = 0x68
+T_FACE_ID = 0x69
+T_COST = 0x6A
+T_STRATEGY = 0x6B
+T_FLAGS = 0x6C
+T_EXPIRATION_PERIOD = 0x6D
+T_ORIGIN = 0x6F
+T_MASK = 0x70
+T_URI = 0x72
+T_LOCAL_URI = 0x81
+T_CAPACITY = 0x83
+T_COUNT = 0x84
+T_FACE_PERSISTENCY = 0x85
+T_BASE_CONGESTION_MARKING_INTERVAL = 0x87
+T_DEFAULT_CONGESTION_THRESHOLD = 0x88
+T_MTU = 0x89
+T_CONTROL_RESPONSE = 0x65
+T_STATUS_CODE = 0x66
+T_STATUS_TEXT = 0x67
+
+# NFD management datasets: faces/list (FaceStatus) and status/general (`icnd.ndn.management`);
+# FaceId, Uri, LocalUri, FacePersistency and Flags are the ControlParameters numbers above
+T_FACE_STATUS = 0x80
+T_FACE_SCOPE = 0x84
+T_LINK_TYPE = 0x86
+T_N_IN_INTERESTS = 0x90
+T_N_IN_DATA = 0x91
+T_N_OUT_INTERESTS = 0x92
+T_N_OUT_DATA = 0x93
+T_N_IN_BYTES = 0x94
+T_N_OUT_BYTES = 0x95
+T_N_IN_NACKS = 0x97
+T_N_OUT_NACKS = 0x98
+T_NFD_VERSION = 0x80
+T_START_TIMESTAMP = 0x81
+T_CURRENT_TIMESTAMP = 0x82
+T_N_NAME_TREE_ENTRIES = 0x83
+T_N_FIB_ENTRIES = 0x84
+T_N_PIT_ENTRIES = 0x85
+T_N_MEASUREMENTS_ENTRIES = 0x86
+T_N_CS_ENTRIES = 0x87
+T_N_SATISFIED_INTERESTS = 0x99
+T_N_UNSATISFIED_INTERESTS = 0x9A
+
 Buffer = bytes | bytearray | memoryview
 
 

@@ -30,12 +30,13 @@ import trio
 from icnd.codec import decode, encode
 from icnd.endpoint import Endpoint
 from icnd.errors import Error, Nacked, Timeout, raise_for_error
+from icnd.excgroups import first_failure
 from icnd.faces import shm
 from icnd.name import Name
 from icnd.objects.fetch import RouteWait, verified
 from icnd.packet import Data, Interest, NackReason
 from icnd.security import DigestKey
-from icnd.reduction.group import (COMMAND_SEG_BYTES, CONSUMER_OPS, GroupDescriptor, aggregate_prefix, contrib_name,
+from icnd.reduction.group import (COMMAND_SEG_BYTES, CONSUMER_OPS, GroupDescriptor, aggregate_prefix, contribution_data,
                                   missing_members, reduce_interest, remote_contribute_name)
 from icnd.reduction.segment import SegmentError, SegmentMeta, check_dtype, pack, plan, segment_head, unpack
 
@@ -46,7 +47,6 @@ PARTIAL_RESERVE = 0.25
 WINDOW = 8
 WINDOW_BYTES = 8 * 1024 * 1024  # segments outstanding, in bytes: half a stream face's send queue
 CONTRIBUTE_WINDOW = 4
-CONTRIB_FRESHNESS_MS = 60_000
 SHM_MIN = 64 * 1024  # a contribution this large goes to the client's own node in shared memory
 _digest = DigestKey()
 
@@ -68,14 +68,7 @@ async def _run_all(jobs: list[Callable[[], Awaitable[None]]], limit: int) -> Non
             for job in jobs:
                 nursery.start_soon(one, job)
     except BaseExceptionGroup as group:
-        raise _first(group) from None
-
-
-def _first(exc: BaseException) -> BaseException:
-    if isinstance(exc, BaseExceptionGroup):
-        leaves = [_first(e) for e in exc.exceptions]
-        return next((e for e in leaves if not isinstance(e, trio.Cancelled)), leaves[0])
-    return exc
+        raise first_failure(group) from None
 
 
 @dataclass
@@ -217,7 +210,7 @@ async def contribute(ep: Endpoint, group: str, rnd: int, array: Any, member: str
         # handed to another node: signed with this client's key when it has one (a node with a trust
         # schema accepts only contributions its validator accepts); to its own node: the digest
         sign = ep.sign if m.node != me and getattr(ep, "key", None) is not None else _digest.sign
-        data = sign(Data(contrib_name(m.node, member, group, rnd, s), content, freshness_ms=CONTRIB_FRESHNESS_MS))
+        data = sign(contribution_data(m.node, member, group, rnd, s, content))
         remaining = max(0.1, deadline - trio.current_time())
         if m.node == me:
             result = await ep.command("reduce", "contribute", packets=[encode(data)], timeout=remaining)

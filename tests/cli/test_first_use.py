@@ -450,7 +450,7 @@ async def test_fetch_statistics_count_retransmissions(tmp_path) -> None:
         manifest = upload(store, "/files/b", blob, 1024, 4096, key)
         stats = FetchStats()
         ep = _CorruptOnce(store, key, corrupt=frozenset({2, 5}))
-        assert await fetch_object(ep, "/files/b", stats=stats) == blob  # type: ignore[arg-type]
+        assert await fetch_object(ep, "/files/b", stats=stats) == blob  # type: ignore[arg-type]  # a fake endpoint with only what is used
         assert (stats.segments, stats.bytes, stats.retransmissions) == (manifest.segments, len(blob), 2)
         assert stats.interests == ep.sent == manifest.segments + 2
         assert stats.seconds > 0 and stats.goodput_mbps == pytest.approx(len(blob) * 8 / stats.seconds / 1e6)

@@ -52,7 +52,7 @@ async def test_many_calls_at_once_all_finish_on_at_most_workers_threads() -> Non
     async def one(i: int) -> None:
         ok, value, _ = await _run(pool, lambda: work(i))
         assert ok
-        results[i] = value  # type: ignore[assignment]
+        results[i] = value  # type: ignore[assignment]  # each slot filled once, by its worker
 
     async with trio.open_nursery() as nursery:
         for i in range(200):

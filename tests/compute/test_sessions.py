@@ -50,12 +50,12 @@ class _CallerEndpoint:
 
 
 def _caller(host: _HostClient) -> Caller:
-    return Caller(_CallerEndpoint(host))  # type: ignore[arg-type]
+    return Caller(_CallerEndpoint(host))  # type: ignore[arg-type]  # a fake endpoint with only what is used
 
 
 def _host(**limits) -> tuple[FunctionHost, _HostClient]:
     client = _HostClient()
-    return FunctionHost(client, [], Name("/node/h"), limits=HostLimits(**limits)), client  # type: ignore[arg-type]
+    return FunctionHost(client, [], Name("/node/h"), limits=HostLimits(**limits)), client  # type: ignore[arg-type]  # a fake endpoint with only what is used
 
 
 async def _establish(host: FunctionHost, caller: Caller, answer: bytes = b"result") -> tuple[Data, CallSession]:
@@ -80,7 +80,7 @@ async def test_a_grant_gives_both_sides_the_same_keys() -> None:
 
     # the caller's proof MAC passes the host's check and names the caller the grant was for
     message = rice.call_proof(FN.append("call-2"), 1, [b"\x01"])
-    found, ours = host._session_for([[session.sid, session.mac(message)]], message)
+    found, ours = host.sessions.find([[session.sid, session.mac(message)]], message, trio.current_time())
     assert ours and found is not None and found.principal == CALLER
     # the host's answer MAC passes the caller's check
     answer = found.answers.sign(Data(FN.append("call-2"), b"42"))
@@ -94,13 +94,13 @@ async def test_forged_and_foreign_macs_are_refused() -> None:
     _, session = await _establish(host, caller)
     message = rice.call_proof(FN.append("call-2"), 1, [b"\x01"])
     # a session of ours with a wrong MAC: refused (not "unknown", which would invite a signed retry)
-    assert host._session_for([[session.sid, b"\x00" * 32]], message) == (None, True)
+    assert host.sessions.find([[session.sid, b"\x00" * 32]], message, trio.current_time()) == (None, True)
     other = rice.call_proof(FN.append("call-3"), 1, [b"\x01"])
-    assert host._session_for([[session.sid, session.mac(other)]], message) == (None, True)
+    assert host.sessions.find([[session.sid, session.mac(other)]], message, trio.current_time()) == (None, True)
     # sessions we never granted
-    assert host._session_for([[b"\x07" * 16, session.mac(message)]], message) == (None, False)
+    assert host.sessions.find([[b"\x07" * 16, session.mac(message)]], message, trio.current_time()) == (None, False)
 
-    found, _ = host._session_for([[session.sid, session.mac(message)]], message)
+    found, _ = host.sessions.find([[session.sid, session.mac(message)]], message, trio.current_time())
     assert found is not None
     # an answer MACed with the caller's direction of the session, or with some other key
     reflected = HmacKey(session.key_name, session.proof_key).sign(Data(FN.append("x"), b"1"))
@@ -122,9 +122,9 @@ async def test_sessions_expire_on_both_sides(autojump_clock) -> None:
     await trio.sleep(SESSION_TTL - SESSION_RENEW + 1)
     assert caller.sessions.for_call(FN) == []  # the caller stops using it before the host forgets it
     message = rice.call_proof(FN.append("c"), 1, [])
-    assert host._session_for([[session.sid, session.mac(message)]], message)[0] is not None
+    assert host.sessions.find([[session.sid, session.mac(message)]], message, trio.current_time())[0] is not None
     await trio.sleep(SESSION_RENEW)
-    assert host._session_for([[session.sid, session.mac(message)]], message) == (None, False)
+    assert host.sessions.find([[session.sid, session.mac(message)]], message, trio.current_time()) == (None, False)
     assert host.tables()["fn_sessions"] == 0
 
 
@@ -201,7 +201,7 @@ async def test_no_malformed_small_call_crashes_the_host_or_runs_anything(body: d
     host.functions = [hosted("/fn/f", ran.append)]
     if known:  # a live session, so that sids and MACs may meet one
         await _establish(host, _caller(host_client))
-        (sid,) = host._sessions
+        (sid,) = host.sessions
         body = {**body, "sessions": [[sid, b"\x00" * 32]]} if "sessions" in body else body
     params = body["__raw__"] if "__raw__" in body else msgpack.packb(body, use_bin_type=True)
     ti = Interest.with_params(FN.append(b"c" * 16), params)

@@ -613,7 +613,7 @@ def test_limits_validate_themselves() -> None:
         (pack(array_ext("<f8", [1.0], bytes(8))), "invalid array dimension"),
         (pack(array_ext("<f8", [1] * 33, bytes(8))), "malformed|33 dimensions"),
         (pack(array_ext("<f8", {"a": 1}, bytes(8))), "malformed|shape"),
-        (pack(array_ext("<f8", [1], bytes(8), pad="s")), "padding"),  # type: ignore[arg-type]
+        (pack(array_ext("<f8", [1], bytes(8), pad="s")), "padding"),  # type: ignore[arg-type]  # wrong input on purpose: refused
         (pack(msgpack.ExtType(EXT_ARRAY, pack(["<f8", [1]]) + bytes(8))), "header"),
         (pack(msgpack.ExtType(EXT_ARRAY, b"\x93\xa3<f8")), "truncated array header"),
         (pack(msgpack.ExtType(EXT_ARRAY, b"")), "truncated array header"),
@@ -630,7 +630,7 @@ def test_malformed_input_raises_decode_error(buf: bytes, match: str) -> None:
 
 def test_decode_rejects_programming_errors_distinctly() -> None:
     with pytest.raises(TypeError):
-        decode_value("not bytes")  # type: ignore[arg-type]
+        decode_value("not bytes")  # type: ignore[arg-type]  # wrong input on purpose: refused
 
 
 # --- decode: crafted lengths never allocate -----------------------------------------------

@@ -67,4 +67,4 @@ def test_bad_uris(uri, message):
 
 def test_not_a_string():
     with pytest.raises(ValueError, match="must be a string"):
-        parse_face_uri(b"udp://h:1")  # type: ignore[arg-type]
+        parse_face_uri(b"udp://h:1")  # type: ignore[arg-type]  # bytes on purpose: refused

@@ -189,7 +189,7 @@ def test_model_deterministic_sequence():
 def test_model_rejects_non_params():
     m = LinkModel(LinkParams(), seed=0)
     with pytest.raises(TypeError):
-        m.set_params({"delay_ms": 1})  # type: ignore[arg-type]
+        m.set_params({"delay_ms": 1})  # type: ignore[arg-type]  # a wrong type on purpose: refused
 
 
 # --- ShapedSender -----------------------------------------------------------------------------
@@ -443,3 +443,14 @@ async def test_mock_clock_passed_explicitly():
 
     got = await trio.to_thread.run_sync(main)
     assert got == [0.25]
+
+
+def test_a_shaped_face_hands_its_link_services_choice_to_the_face_it_wraps() -> None:
+    """Issue #28: the link service sets ``hand_over`` on the face the node knows;
+    the emulated link's wrapper passes it to the transport that receives."""
+    from icnd.faces import NativeLinkService
+
+    a, _ = memory_face_pair()
+    shaped = ShapedFace(a, LinkModel(LinkParams(), seed=0))
+    NativeLinkService(shaped)
+    assert a.hand_over is not None and shaped.hand_over is a.hand_over

@@ -253,3 +253,28 @@ async def test_tcp_connects_once_a_listener_appears_and_again_after_it_restarts(
                     await trio.sleep(0.01)
             assert face.connects == 2 and face.counters.in_packets == 2 and face.counters.out_packets == 2
             await face.aclose()
+
+
+async def test_every_connection_takes_large_frames_as_its_link_service_says(
+        autojump_clock: trio.testing.MockClock) -> None:
+    """Issue #28: which large frames a stream face hands over without a copy is
+    its link service's call (``face.hand_over``), made on the permanent face
+    the node knows: each new inner connection gets it."""
+    from icnd.faces import NativeLinkService
+
+    peer = MemoryPeer()
+    peer.up = True
+    face = PermanentFace("memory://peer", peer, policy=NO_JITTER)
+    NativeLinkService(face)
+    assert face.hand_over is not None
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(face.run, Collector())
+        for connection in range(2):
+            while len(peer.ends) <= connection or not face.connected:
+                await trio.sleep(0.01)
+            inner = face._inner
+            assert inner is not None and inner.hand_over is face.hand_over
+            await peer.ends[connection].aclose()
+            while face.connected:
+                await trio.sleep(0.01)
+        await face.aclose()

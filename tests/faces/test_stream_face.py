@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from icnd.codec import MAX_PACKET_SIZE
-from icnd.faces import Face, StreamFace, StreamListener, connect_stream, open_stream_listener
+from icnd.faces import Face, NativeLinkService, StreamFace, StreamListener, connect_stream, open_stream_listener
 
 
 @pytest.fixture
@@ -58,10 +58,15 @@ def _connect_uri(listener: StreamListener) -> str:
     return listener.local_uri
 
 
-async def echoed(uri: str, packets: list[bytes]) -> tuple[Collector, Collector, StreamFace, StreamFace]:
+async def echoed(uri: str, packets: list[bytes], *,
+                 hand_over: bool = False) -> tuple[Collector, Collector, StreamFace, StreamFace]:
     """Send `packets` from a client face to a server face that echoes them:
-    (what the server got, what came back, client, server), both faces closed."""
+    (what the server got, what came back, client, server), both faces closed.
+    `hand_over`: both faces have icnd's link service (which takes large Data as views)."""
     listener, client, server = await open_pair(uri)
+    if hand_over:
+        NativeLinkService(client)
+        NativeLinkService(server)
     there, back = Collector(), Collector()
 
     def echo(face: Face, packet: bytes) -> None:
@@ -330,7 +335,9 @@ async def test_a_large_data_is_handed_over_in_its_own_buffer_everything_else_cop
     """Issue #18: a large Data frame given a buffer of its own reaches on_receive
     as a read-only view of that buffer (decoded without a copy: its encoding
     is the view, its content a view of it); smaller frames, and large frames
-    that are not Data, come as bytes; echoing the views back is byte-exact."""
+    that are not Data, come as bytes; echoing the views back is byte-exact.
+    Whether a frame is a Data is the link service's call (issue #28): the
+    faces here have icnd's."""
     from icnd.codec import decode, encode
     from icnd.packet import Data
 
@@ -339,7 +346,7 @@ async def test_a_large_data_is_handed_over_in_its_own_buffer_everything_else_cop
     packets = [encode(big[0]), rng.randbytes(50), encode(big[1]), rng.randbytes(2 * 1024 * 1024),
                encode(Data("/small", b"x" * 100)), encode(big[2])]
     with trio.fail_after(10):
-        there, back, client, server = await echoed(listen_uri, packets)
+        there, back, client, server = await echoed(listen_uri, packets, hand_over=True)
     kinds = [type(p).__name__ for p in there.packets]
     assert kinds == ["memoryview", "bytes", "memoryview", "bytes", "bytes", "memoryview"]
     assert [bytes(p) for p in there.packets] == packets == [bytes(p) for p in back.packets]
@@ -351,3 +358,46 @@ async def test_a_large_data_is_handed_over_in_its_own_buffer_everything_else_cop
     total = sum(map(len, packets))
     assert server.counters.in_packets == client.counters.in_packets == len(packets)
     assert server.counters.in_bytes == client.counters.in_bytes == total
+
+
+async def test_a_face_without_a_link_service_that_takes_views_copies_every_frame(listen_uri: str):
+    """Issue #28: the transport no longer reads codec bytes to pick the frames it
+    hands over; without a link service saying which (``face.hand_over``), a
+    large Data arrives as bytes like every other frame, and its budget share
+    is given back all the same."""
+    from icnd.codec import encode
+    from icnd.packet import Data
+
+    rng = random.Random(4)
+    packets = [encode(Data("/big", rng.randbytes(3 * 1024 * 1024))), rng.randbytes(50)]
+    with trio.fail_after(10):
+        there, back, client, server = await echoed(listen_uri, packets)
+    assert [type(p).__name__ for p in there.packets] == ["bytes", "bytes"]
+    assert there.packets == packets == back.packets
+    assert server.eager_frames.used == client.eager_frames.used == 0
+
+
+async def test_the_budget_of_frame_sized_buffers_belongs_to_the_listener(listen_uri: str):
+    """Issue #28: no process-wide budget; a listener's faces share the listener's
+    (one given to `open_stream_listener`, or its own), a connected face has its own."""
+    from icnd.faces.stream import ByteBudget
+
+    budget = ByteBudget(1024 * 1024)
+    accepted: list[Face] = []
+    listener = await open_stream_listener(listen_uri, on_new_face=accepted.append, eager_frames=budget)
+    other = await open_stream_listener("tcp://127.0.0.1:0", on_new_face=accepted.append)
+    clients = [await connect_stream(_connect_uri(listener)) for _ in range(2)]
+    with trio.fail_after(3):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(listener.run)
+            while len(accepted) < 2:
+                await trio.sleep(0.001)
+            nursery.cancel_scope.cancel()
+    assert listener.eager_frames is budget
+    assert all(isinstance(f, StreamFace) and f.eager_frames is budget for f in accepted)
+    assert other.eager_frames is not budget
+    assert clients[0].eager_frames is not clients[1].eager_frames
+    for face in [*clients, *accepted]:
+        await face.aclose()
+    await listener.aclose()
+    await other.aclose()

@@ -256,7 +256,7 @@ async def test_send_queue_is_bounded_per_face():
     listener = await open_udp_listener("127.0.0.1", 0, on_new_face=None)
     face = await listener.face_to("127.0.0.1", 9)
     face.max_send_queue = 10
-    real, listener._sock = listener._sock, _BlockedSocket(listener._sock)  # type: ignore[assignment]
+    real, listener._sock = listener._sock, _BlockedSocket(listener._sock)  # type: ignore[assignment]  # a socket stand-in that blocks sends
     try:
         for _ in range(25):
             face.send(b"x")
@@ -414,7 +414,7 @@ async def test_fragmented_packet_is_dropped_whole_when_the_queue_cannot_take_it(
     listener = await open_udp_listener("127.0.0.1", 0, on_new_face=None, mtu=1013)  # 1000-byte payloads
     face = await listener.face_to("127.0.0.1", 9)
     face.max_send_queue = 10
-    real, listener._sock = listener._sock, _BlockedSocket(listener._sock)  # type: ignore[assignment]
+    real, listener._sock = listener._sock, _BlockedSocket(listener._sock)  # type: ignore[assignment]  # a socket stand-in that blocks sends
     try:
         face.send(b"a" * 11_000)  # 11 fragments: can never fit
         assert face.counters.send_drops == 1 and face.counters.out_packets == 0 and not listener._queue

@@ -5,9 +5,9 @@ import pytest
 from icnd.errors import DecodeError
 from icnd.faces import NothingToDeliver, Unsendable, memory_face_pair
 from icnd.name import Name
-from icnd.ndn.codec import LpInfo, T_LP_PACKET, T_PIT_TOKEN, decode_ndn, encode_ndn
+from icnd.ndn.codec import LpInfo, decode_ndn, encode_ndn
 from icnd.ndn.face import NdnLinkService, NdnStreamFace
-from icnd.ndn.tlv import encode_tlv
+from icnd.ndn.tlv import T_LP_PACKET, T_PIT_TOKEN, encode_tlv
 from icnd.packet import Data, Interest, Nack, NackReason
 
 
@@ -74,3 +74,29 @@ def test_packets_ndn_cannot_carry_are_counted_drops() -> None:
     with pytest.raises(Unsendable):
         link.encode(Data(Name("/big"), b"x" * 9000))
     assert link.face.counters.send_drops == 1
+
+
+def test_link_services_sharing_a_name_map_forward_an_ndn_interest_byte_for_byte() -> None:
+    """Issue #28: the params-digest translation memory is the link services'
+    (one per node, `NdnLinkService.sharing`), not a process global: a signed
+    NDN Interest decoded on one face and sent on another keeps its signature
+    only when the two links share the memory."""
+    from icnd.ndn.codec import NdnNameMap
+
+    # python-ndn's signed /localhost/nfd/rib/register command (v0.3 signed Interest)
+    wire = bytes.fromhex(
+        "0599075008096c6f63616c686f737408036e6664080372696208087265676973746572080d680b070908076578616d70"
+        "6c650220b9b79a4adac1f2d95e98d41d7b29ded6f2bf2b63b1fb5dc9637ebd03f8459c380a04010203040c0203e82400"
+        "2c171b0100260849313d826ec920db2808000001a200c14be62e20551abe034f8fc18644bcb8add89d7f9c3a712434a4"
+        "99ec4972b8ed067c65977f"
+    )
+    signature = wire[-32:]
+    names = NdnNameMap()
+    make = NdnLinkService.sharing(names)
+    a, b = make(memory_face_pair()[0]), make(memory_face_pair()[0])
+    alone = NdnLinkService(memory_face_pair()[0])
+    assert a.names is b.names is names and alone.names is not names
+    interest = a.decode(wire)
+    assert isinstance(interest, Interest)
+    assert signature in b.encode(interest)
+    assert signature not in alone.encode(interest)

@@ -68,7 +68,7 @@ REGISTER_FULL = bytes.fromhex(
 PYNDN_RESPONSE_VALUE = bytes.fromhex("6601c867024f4b6818070908076578616d706c656902012c6f01006a01006c0101")
 
 
-def decoded(wire: bytes):  # type: ignore[no-untyped-def]
+def decoded(wire: bytes):  # type: ignore[no-untyped-def]  # a pytest fixture or helper of any packet
     return decode_ndn(wire, names=NdnNameMap())
 
 
@@ -380,13 +380,13 @@ def test_prop_parse_command_raises_only_value_error(comps: list[bytes], params: 
 
 
 @pytest.fixture
-def nfd_mgmt():  # type: ignore[no-untyped-def]
+def nfd_mgmt():  # type: ignore[no-untyped-def]  # a pytest fixture or helper of any packet
     # "ndn.app_support", not "ndn": without python-ndn, "ndn" may resolve to this tests/ndn directory.
     return pytest.importorskip("ndn.app_support.nfd_mgmt")
 
 
 @pytest.mark.parametrize("verb", ["register", "unregister"])
-def test_live_python_ndn_commands(nfd_mgmt, verb: str) -> None:  # type: ignore[no-untyped-def]
+def test_live_python_ndn_commands(nfd_mgmt, verb: str) -> None:  # type: ignore[no-untyped-def]  # a pytest fixture or helper of any packet
     from ndn import encoding as enc
     from ndn.security import DigestSha256Signer
 

@@ -247,7 +247,6 @@ from icnd.ndn.codec import (  # noqa: E402
     NdnNameMap,
     decode_ndn,
     decode_ndn_name,
-    default_name_map,
     encode_ndn,
     encode_ndn_nack,
     encode_ndn_name,
@@ -280,7 +279,7 @@ def fresh() -> NdnNameMap:
     return NdnNameMap()
 
 
-def dec(buf: bytes):  # type: ignore[no-untyped-def]
+def dec(buf: bytes):  # type: ignore[no-untyped-def]  # a pytest fixture or helper over any packet
     return decode_ndn(buf, names=fresh())
 
 
@@ -595,7 +594,7 @@ def test_python_ndn_signed_interest() -> None:
     orig_name = PYNDN_SIGNED_PARAMS[2 : 2 + 2 + 0x2B]
     assert again[2 : 2 + 2 + 0x2B] == orig_name
     assert again.endswith(PYNDN_SIGNED_PARAMS[PYNDN_SIGNED_PARAMS.index(b"\x24\x04\x93") :])
-    assert decode_ndn(again, names=fresh())[1].signed_interest.digest_ok()  # type: ignore[union-attr]
+    assert decode_ndn(again, names=fresh())[1].signed_interest.digest_ok()  # type: ignore[union-attr]  # a signed Interest: its signed_interest is set
 
 
 def test_signed_interest_needs_both_signature_fields_and_params() -> None:
@@ -636,10 +635,15 @@ def test_data_from_producer_is_renamed_for_icnd() -> None:
     assert decode_ndn(answer, names=fresh())[0].name == ndn_name
 
 
-def test_default_name_map_is_used_by_default() -> None:
+def test_without_a_name_map_nothing_is_remembered() -> None:
+    """Issue #28: no process-wide map: the caller's map is used (here: the one
+    passed to decode), and without one the answer goes under icnd's name."""
+    m = fresh()
     interest, _ = decode_ndn(PYNDN_REGISTER_V2)
-    assert default_name_map.to_ndn(interest.name.comps) != interest.name.comps
-    assert encode_ndn(Data(interest.name))[2 : 2 + 2 + 0x50] == PYNDN_REGISTER_V2[2 : 2 + 2 + 0x50]
+    assert encode_ndn(Data(interest.name))[2 : 2 + 2 + 0x50] != PYNDN_REGISTER_V2[2 : 2 + 2 + 0x50]
+    interest, _ = decode_ndn(PYNDN_REGISTER_V2, names=m)
+    assert m.to_ndn(interest.name.comps) != interest.name.comps
+    assert encode_ndn(Data(interest.name), names=m)[2 : 2 + 2 + 0x50] == PYNDN_REGISTER_V2[2 : 2 + 2 + 0x50]
 
 
 def test_name_map_is_bounded() -> None:
@@ -908,7 +912,7 @@ def test_size_limit_on_encode() -> None:
 
 def test_encode_rejects_non_packets() -> None:
     with pytest.raises(TypeError):
-        encode_ndn("not a packet")  # type: ignore[arg-type]
+        encode_ndn("not a packet")  # type: ignore[arg-type]  # wrong input on purpose, or keywords the test builds
 
 
 # --- property tests: round trips and fuzzing ---------------------------------------------------------------------
@@ -944,8 +948,8 @@ def ndn_interests(draw: st.DrawFn) -> Interest:
     name = draw(NONEMPTY_NAMES)
     params = draw(st.one_of(st.none(), st.binary(max_size=300)))
     if params is None:
-        return Interest(name, **kw)  # type: ignore[arg-type]
-    return Interest.with_params(name, params, **kw)  # type: ignore[arg-type]
+        return Interest(name, **kw)  # type: ignore[arg-type]  # wrong input on purpose, or keywords the test builds
+    return Interest.with_params(name, params, **kw)  # type: ignore[arg-type]  # wrong input on purpose, or keywords the test builds
 
 
 @st.composite
@@ -1086,12 +1090,12 @@ def test_prop_frame_length_of_valid_packets(wire: bytes, data: st.DataObject) ->
 
 
 @pytest.fixture
-def pyndn():  # type: ignore[no-untyped-def]
+def pyndn():  # type: ignore[no-untyped-def]  # a pytest fixture or helper over any packet
     # "ndn.encoding", not "ndn": without python-ndn, "ndn" may resolve to this tests/ndn directory.
     return pytest.importorskip("ndn.encoding")
 
 
-def test_python_ndn_parses_our_interest(pyndn) -> None:  # type: ignore[no-untyped-def]
+def test_python_ndn_parses_our_interest(pyndn) -> None:  # type: ignore[no-untyped-def]  # a pytest fixture or helper over any packet
     interest = Interest(Name("/a/seg=3/v=7"), nonce=0xDEADBEEF, lifetime_ms=2000, hop_limit=9, can_be_prefix=True,
                         must_be_fresh=True, forwarding_hint=(Name("/hint/a"),))
     name, param, app_param, _ = pyndn.parse_interest(encode_ndn(interest))
@@ -1101,7 +1105,7 @@ def test_python_ndn_parses_our_interest(pyndn) -> None:  # type: ignore[no-untyp
     assert app_param is None and len(param.forwarding_hint) == 1
 
 
-def test_python_ndn_accepts_our_params_digest(pyndn) -> None:  # type: ignore[no-untyped-def]
+def test_python_ndn_accepts_our_params_digest(pyndn) -> None:  # type: ignore[no-untyped-def]  # a pytest fixture or helper over any packet
     import asyncio
 
     from ndn.security.validator.digest_validator import params_sha256_checker
@@ -1112,7 +1116,7 @@ def test_python_ndn_accepts_our_params_digest(pyndn) -> None:  # type: ignore[no
     assert asyncio.run(params_sha256_checker(name, sig))
 
 
-def test_python_ndn_accepts_our_data_digest(pyndn) -> None:  # type: ignore[no-untyped-def]
+def test_python_ndn_accepts_our_data_digest(pyndn) -> None:  # type: ignore[no-untyped-def]  # a pytest fixture or helper over any packet
     import asyncio
 
     from ndn.security.validator.digest_validator import sha256_digest_checker
@@ -1124,7 +1128,7 @@ def test_python_ndn_accepts_our_data_digest(pyndn) -> None:  # type: ignore[no-u
     assert asyncio.run(sha256_digest_checker(name, sig))
 
 
-def test_python_ndn_parses_our_lp_packets(pyndn) -> None:  # type: ignore[no-untyped-def]
+def test_python_ndn_parses_our_lp_packets(pyndn) -> None:  # type: ignore[no-untyped-def]  # a pytest fixture or helper over any packet
     from ndn.encoding.ndnlp_v2 import parse_lp_packet_v2
 
     interest = Interest(Name("/x"), nonce=7)
@@ -1135,7 +1139,7 @@ def test_python_ndn_parses_our_lp_packets(pyndn) -> None:  # type: ignore[no-unt
     assert lp.nack is None and bytes(lp.pit_token) == b"\x01" * 8
 
 
-def test_we_decode_python_ndn_packets(pyndn) -> None:  # type: ignore[no-untyped-def]
+def test_we_decode_python_ndn_packets(pyndn) -> None:  # type: ignore[no-untyped-def]  # a pytest fixture or helper over any packet
     from ndn.encoding.ndnlp_v2 import make_network_nack
     from ndn.security import DigestSha256Signer
 
@@ -1181,7 +1185,7 @@ def _reference_read_tl(buf: bytes, offset: int, end: int) -> tuple[int, int, int
     return t, pos, pos + length
 
 
-def _outcome(f, *args):  # type: ignore[no-untyped-def]
+def _outcome(f, *args):  # type: ignore[no-untyped-def]  # a pytest fixture or helper over any packet
     try:
         return f(*args)
     except DecodeError:
@@ -1241,7 +1245,7 @@ def test_prop_component_parsing_matches_the_general_code(tlvs: list[bytes], junk
             _reference_decode_comps, value, 0, len(value))
 
 
-def _cold_and_warm(f, *args):  # type: ignore[no-untyped-def]
+def _cold_and_warm(f, *args):  # type: ignore[no-untyped-def]  # a pytest fixture or helper over any packet
     """f(*args) with every memo empty, then again with them warm: both outcomes."""
     ndn_codec._clear_memos()
     try:
@@ -1331,7 +1335,7 @@ def test_fast_re_signing_is_in_use() -> None:
 def test_prop_fast_re_signing_matches_digest_key_signing(data: Data) -> None:
     fields = (data.name, data.content, int(data.content_type), data.freshness_ms, data.final_block_id)
     fast = ndn_codec._digest_signed_fast(*fields)
-    expected = DigestKey().sign(Data(*fields))  # type: ignore[arg-type]
+    expected = DigestKey().sign(Data(*fields))  # type: ignore[arg-type]  # wrong input on purpose, or keywords the test builds
     assert fast == expected and fast.wire == expected.wire and fast.sig_value == expected.sig_value
     KeyChain().verify(fast)
     # and a decoded NDN Data is exactly that
