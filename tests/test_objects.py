@@ -29,7 +29,6 @@ from icnd.objects.fetch import MAX_CORRUPT_ATTEMPTS, fetch_object
 from icnd.objects.manifest import (
     CongestionWindow,
     Manifest,
-    RttEstimator,
     SegmentBuilder,
     check_segment,
     check_sizes,
@@ -38,6 +37,7 @@ from icnd.objects.manifest import (
     segment_index,
 )
 from icnd.objects.store import ObjectStore, ObjectStoreError
+from icnd.rtt import RttEstimator
 from icnd.security import Ed25519Key, KeyChain
 
 

@@ -2,6 +2,9 @@
 
 - `icnd.daemon.node`: `Node`, its start-up, its one receive path and send
   path (start reading there: its docstring follows a packet through);
+- `icnd.daemon.identity`, `icnd.daemon.functions`, `icnd.daemon.status`:
+  the node's key, certificate and trust schema; its own hosted functions;
+  its status report and the narrow view its status page reads;
 - `icnd.daemon.faces`: the face table (faces, their link services and link
   emulators, face creation by URI);
 - `icnd.daemon.producers`: the producer table, which answers the names the

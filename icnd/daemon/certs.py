@@ -13,7 +13,7 @@ Interests reach the node (and, with link-state routing, every node).
 
 A connected client's certificate lasts as long as a connection that
 presented it: when the last one goes, so do the certificate and its route
-(issue 27: they used to outlive the client, announced network-wide).  One
+(else a departed client's key would stay announced network-wide).  One
 thing keeps it longer: Data signed by that key published through the node
 (``repo publish`` of a client-signed Data, ``object/commit`` of a
 client-signed manifest) outlives the client and must stay verifiable, so

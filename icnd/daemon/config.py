@@ -136,14 +136,14 @@ class NodeConfig:
     function_retention_s: float = 60.0  # how long a finished result stays fetchable
     function_memo_mb: float = 64.0  # pure results a function host remembers (LRU); 0: none
     contrib_store_mb: float = 256.0  # members' contributions kept by this node (encoded + content)
-    groups_max: int = 1024  # group descriptors known (configured, made here, announced)  [D9]
+    groups_max: int = 1024  # group descriptors known (configured, made here, announced): a bounded table
     groups_local_reserve: int = 64  # ... of which announcements from other nodes cannot take these
     groups_per_source: int = 32  # announced groups per announcing key
     groups_remote_idle_s: float = 3600.0  # an announced group unused this long is forgotten
     aggregate_max_mb: float = 256.0  # aggregation buffers in the forwarder
     aggregate_max_entries: int = 1024  # aggregations in progress
     aggregate_max_rounds: int = 16  # concurrent rounds per group
-    aggregate_face_max_rounds: int = 8  # ... of which one non-local face may start (a quarter kept local)  [D11]
+    aggregate_face_max_rounds: int = 8  # ... of which one non-local face may start (a quarter kept local)
     default_strategy: str = "best-route"
     strategies: dict[str, str] = field(default_factory=dict)  # prefix -> strategy
 

@@ -13,8 +13,9 @@ level).  Cancellation and KeyboardInterrupt are not ``Exception``s and pass.
 from __future__ import annotations
 
 import logging
+import time
 
-from icnd.faces.base import RefusalLog
+from icnd.ratelog import RateLimitedLog
 
 __all__ = ["COMPONENTS", "HandlerErrors"]
 
@@ -28,11 +29,11 @@ class HandlerErrors:
 
     def __init__(self, interval: float = 10.0) -> None:
         self.counts = dict.fromkeys(COMPONENTS, 0)
-        self._log = RefusalLog(log, interval)
+        self._log = RateLimitedLog(log, interval)
 
     def caught(self, component: str, what: object, exc: BaseException) -> None:
         self.counts[component] = self.counts.get(component, 0) + 1
-        self._log.warning("%s: dropped %s after a handler error: %s: %s", component, what,
+        self._log.warning(time.monotonic(), "%s: dropped %s after a handler error: %s: %s", component, what,
                           type(exc).__name__, exc)
         log.debug("%s: handler error on %s", component, what, exc_info=exc)
 

@@ -1,4 +1,4 @@
-"""Whether the routing neighbours answer, in the log (issue #27, item 10).
+"""Whether the routing neighbours answer, in the log.
 
 A ``--neighbor`` face is permanent and "connects" to whatever is at its URI:
 over UDP at once, even to a port nobody listens on.  Only hellos tell that an

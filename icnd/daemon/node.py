@@ -31,13 +31,14 @@ forwarding decision.  A packet's way through the node:
    (`icnd.daemon.certs`), and the node's ping, certificate and status; their
    answers go back into the forwarder as packets from the internal face.
 
-Trust (interface §13): the node's identity is ``--key`` (else the data
-dir's key, else a fresh one), its certificate ``--cert`` (checked to certify
-that key; else self-signed), and ``--trust`` a schema for its one
-`icnd.trust.Validator`, which decides on function callers
-(`icnd.compute.host`), group announcements and contributions handed over by
-other nodes (`icnd.reduction.service`); it fetches certificates through the
-node's in-process client (`fetch_certificate`).
+Trust (interface §13): the node's key, certificate and trust schema are
+loaded by `icnd.daemon.identity`; its one `icnd.trust.Validator` decides on
+function callers (`icnd.compute.host`), group announcements and
+contributions handed over by other nodes (`icnd.reduction.service`); it
+fetches certificates through the node's in-process client
+(`fetch_certificate`).  The node's own ``--function`` callables are hosted by
+`icnd.daemon.functions`; what it reports about itself (``status/get``, the
+status page) is rolled up by `icnd.daemon.status`.
 
 Start-up is two-phase so that configuration errors and busy ports fail
 before anything runs: `bind()` opens every listener and store, loads the
@@ -59,19 +60,20 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
-from icnd import __version__
-from icnd.compute.host import HOST_COUNTERS, HOST_TABLES
-from icnd.compute.registry import HostedFunction, hosted, load_callable
+from icnd.compute.registry import HostedFunction
 from icnd.core.fw.forwarder import Forwarder, Send
 from icnd.core.tables.fib import TableFull
 from icnd.core.tables.rib import ORIGIN_APP, ORIGIN_STATIC
-from icnd.core.routing.lsdb import record_name
 from icnd.core.routing.router import ROUTING_PREFIX, RouterConfig
 from icnd.core.timers import TIMER_SLACK
 from icnd.daemon.certs import CertificateTable
 from icnd.daemon.config import NeighborConfig, NodeConfig
 from icnd.daemon.containment import HandlerErrors
+from icnd.faces.recvbuf import EAGER_FRAMES_BYTES, ByteBudget
+from icnd.daemon.errors import StartupError
 from icnd.daemon.faces import FaceTable
+from icnd.daemon.functions import NodeFunctions
+from icnd.daemon.identity import load_identity, warn_if_schema_refuses_link_state
 from icnd.daemon.neighbors import NeighborWatch
 from icnd.daemon.mgmt.cs import CsManager
 from icnd.daemon.mgmt.dispatcher import Dispatcher
@@ -85,8 +87,9 @@ from icnd.daemon.mgmt.status import StatusManager
 from icnd.daemon.mgmt.strategy import StrategyManager
 from icnd.daemon.producers import KeylessSigning, ProducerTable, add_node_producers
 from icnd.daemon.routing import RoutingShell
+from icnd.daemon.status import Status, StatusView, roll_up
 from icnd.endpoint import resolve_socket_path
-from icnd.errors import DecodeError, Error
+from icnd.errors import DecodeError
 from icnd.faces import (
     Face,
     FaceLimits,
@@ -112,22 +115,19 @@ from icnd.reduction.contrib import ContributionStore, GroupTable
 from icnd.reduction.group import REDUCE
 from icnd.reduction.service import ReductionService
 from icnd.security import Ed25519Key, KeyChain
-from icnd.trust import Certificate, Schema, SchemaError, Validator, load_certificate, self_signed
-from icnd.trust.cert import CertificateError
+from icnd.trust import Certificate, Validator
 
 if TYPE_CHECKING:
+    from icnd.client import Client
     from icnd.daemon.http.server import StatusServer
+
+__all__ = ["INTERNAL_FACE", "CommandReceiver", "Node", "StartupError"]
 
 log = logging.getLogger("icnd.node")
 
 INTERNAL_FACE = 1
 ROUTING_SCOPE = ROUTING_PREFIX.comps
 DEFAULT_PORT = 6363
-IDENTITY_FILE = "identity.key"
-
-
-class StartupError(Error):
-    """The node cannot start (bad address, port in use, unusable data dir)."""
 
 
 class CommandReceiver(Protocol):
@@ -173,7 +173,8 @@ class Node:
             default_strategy=config.default_strategy,
             hooks={REDUCE: self.aggregator},
         )
-        self.groups = GroupTable(config.groups_max, local_reserve=config.groups_local_reserve,  # D9
+        # bounded: announcements from other nodes cannot take the places kept for local groups
+        self.groups = GroupTable(config.groups_max, local_reserve=config.groups_local_reserve,
                                  per_source=config.groups_per_source, remote_idle=config.groups_remote_idle_s)
         self.contrib = ContributionStore(self.groups, self.node_id,
                                          max_bytes=int(config.contrib_store_mb * 1024 * 1024))
@@ -185,6 +186,8 @@ class Node:
         self.command_receivers: dict[str, CommandReceiver] = {"icnd": self.mgmt}
         self.producers = ProducerTable(self.name)
         self._listeners: list[Listener] = []
+        # one budget of frame-sized receive buffers for all the node's stream listeners (TCP, Unix, NDN)
+        self._eager_frames = ByteBudget(EAGER_FRAMES_BYTES)
         self._ndn_listeners: list[Listener] = []
         self._nursery: trio.Nursery | None = None
         self._timer_scope: trio.CancelScope | None = None
@@ -193,14 +196,14 @@ class Node:
         self.mgmt_commands = 0
         self.handler_errors = HandlerErrors()
         self.ready = trio.Event()
-        self._functions: list[HostedFunction] = []
-        self._function_task: _Stoppable | None = None  # runs function_host; replaced by set_functions
+        # the --function callables and their host (icnd.daemon.functions)
+        self.functions = NodeFunctions(config, self.name, client=self.internal_client,
+                                       fetch_cert=self.fetch_certificate)
         self.config_reloads = 0  # SIGHUP reloads applied, and refused (icnd.daemon.reload)
         self.config_reload_errors = 0
         self.neighbor_faces: list[tuple[PermanentFace, NeighborConfig]] = []  # --neighbor's faces (_apply_config)
-        self.function_host: Any = None
         self.function_reports = FunctionReports(self.fw.rib)  # what Client.host hosts report (status page)
-        self._internal: Any = None  # the in-process client (icnd.client.door.Client) on a memory face, once made
+        self._internal: Client | None = None  # the in-process client on a memory face, once made
         self._internal_lock = trio.Lock()
         # the certificates this node serves (its own, its anchors', its clients')
         self.certs = CertificateTable(lambda name: self.fw.add_route(name, INTERNAL_FACE, 0, ORIGIN_APP),
@@ -225,28 +228,18 @@ class Node:
                 self.fw.strategies.set(Name(spec[0]), spec[1])
             except ValueError as exc:
                 raise StartupError(f"strategy for {spec[0]}: {exc}") from None
-        self._load_identity()
-        self._load_trust()
-        self._warn_foreign_key()
+        identity = load_identity(cfg, self.name, self.keychain)
+        self.key, self.cert, self.validator = identity.key, identity.cert, identity.validator
         self.aggregator.signer = self.key.sign
         for group in cfg.groups:
             try:
                 self.groups.add_config(group.descriptor())
             except ValueError as exc:
                 raise StartupError(f"group {group.name}: {exc}") from None
-        if self.validator.schema is not None:
-            for f in cfg.functions:
-                if not f.allow:
-                    log.info("function %s: no allow list: any caller whose certificate chain verifies under "
-                             "%s may call it", f.prefix, cfg.trust)
-        try:
-            self._functions = [hosted(f.prefix, load_callable(f.target), f.allow, target=f.target)
-                               for f in cfg.functions]
-        except ValueError as exc:
-            raise StartupError(f"--function: {exc}") from None
+        self.functions.load(self.validator)
         if cfg.routing.mode == "link-state":
             self.routing = self._make_routing()
-            self._warn_if_schema_refuses_link_state()
+            warn_if_schema_refuses_link_state(self.name, identity)
         capacity = int(cfg.repo_capacity_mb * 1024 * 1024)
         try:
             repo = Repo(capacity, cfg.data_dir or None)
@@ -271,7 +264,7 @@ class Node:
         from icnd.daemon.config import parse_http_address
         from icnd.daemon.http.server import StatusServer
 
-        http = StatusServer(self, *parse_http_address(address))
+        http = StatusServer(self.status_view(), *parse_http_address(address))
         try:
             http.bind()
         except OSError as exc:
@@ -290,23 +283,6 @@ class Node:
                             links=self._links, is_local=self._is_local_face, config=config,
                             errors=self.handler_errors,
                             on_hops=self.fw.route_hints if r.load_aware else None)
-
-    def _warn_if_schema_refuses_link_state(self) -> None:
-        """A trust schema that refuses this node's own routing Data (records, hello proofs): with no rule
-        for them the node learns no routes, with one that refuses its key no node routes to it (issue #27)."""
-        schema = self.validator.schema
-        if schema is None:
-            return
-        for name in (record_name(self.name, 1), self.name.append("routing", "hello", "challenge")):
-            why = schema.refuses(name, self.key.name)
-            if why is not None:
-                base = self.name.prefix(-1).to_uri().rstrip("/")
-                fix = ("nodes applying it do not route to this node" if schema.matching(name) else
-                       f'this node learns no routes; add a rule for them: data = "{base}/<node>/routing/<**>", '
-                       f'signer = "{base}/<node>/KEY/<*>"')
-                log.warning("--trust %s refuses link-state routing Data such as this node's %s signed by %s "
-                            "(%s): %s", schema.source, name, self.key.name, why, fix)
-                return
 
     def _is_local_face(self, face_id: int) -> bool:
         if face_id == INTERNAL_FACE:
@@ -346,76 +322,6 @@ class Node:
         ):
             self.mgmt.add(manager)
 
-    def _load_identity(self) -> None:
-        identity = self.name
-        data_dir = self.config.data_dir
-        path = os.path.join(data_dir, IDENTITY_FILE) if data_dir else None
-        if self.config.key:
-            try:
-                with open(self.config.key, "rb") as f:
-                    self.key = Ed25519Key.from_bytes(f.read(4096))
-            except (OSError, ValueError) as exc:
-                raise StartupError(f"--key {self.config.key}: not a usable identity key "
-                                   f"({getattr(exc, 'strerror', None) or exc})") from None
-            self.keychain.add_signing_key(self.key)
-            return
-        try:
-            if path and os.path.exists(path):
-                with open(path, "rb") as f:
-                    self.key = Ed25519Key.from_bytes(f.read())
-            else:
-                self.key = Ed25519Key.generate(identity)
-                if path:
-                    os.makedirs(data_dir, exist_ok=True)
-                    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                    with os.fdopen(fd, "wb") as f:
-                        f.write(self.key.to_bytes())
-        except (OSError, ValueError) as exc:
-            raise StartupError(f"identity in {data_dir}: {exc}") from None
-        self.keychain.add_signing_key(self.key)
-
-    def _warn_foreign_key(self) -> None:
-        """Once the identity and its certificate are accepted: a key named for another node signs
-        link state that neighbours refuse."""
-        assert self.key.name is not None
-        owner = self.key.name.prefix(-2)  # <identity>/KEY/<key-id>
-        if self.config.key and owner != self.name:
-            log.warning("--key %s: the key %s is %s's, not this node's (%s): neighbours refuse the link state "
-                        "it signs, which must be signed by a key under the node's name (icnd keygen --name %s)",
-                        self.config.key, self.key.name, owner, self.name, self.name)
-
-    def _load_trust(self) -> None:
-        """The node's certificate (--cert, checked against its key, or self-signed)
-        and its trust schema (--trust): one `Validator` for every decision."""
-        cfg, key = self.config, self.key
-        assert key.name is not None
-        if cfg.cert:
-            try:
-                cert = load_certificate(cfg.cert)
-            except OSError as exc:
-                raise StartupError(f"--cert {cfg.cert}: cannot read: {exc.strerror or exc}") from None
-            except CertificateError as exc:
-                raise StartupError(f"--cert {exc}") from None
-            if cert.key_name != key.name or cert.public_key != key.public_bytes():
-                raise StartupError(f"--cert {cfg.cert}: certifies {cert.key_name}, not the node's key {key.name}"
-                                   + ("" if cert.key_name != key.name else " (another public key)"))
-            problem = cert.validity_problem(time.time())
-            if problem:
-                log.warning("--cert %s: the certificate %s is %s", cfg.cert, cert.name, problem)
-        else:
-            cert = self_signed(key)
-        schema = None
-        if cfg.trust:
-            try:
-                schema = Schema.load(cfg.trust)
-            except SchemaError as exc:
-                raise StartupError(f"--trust {exc}") from None
-            except OSError as exc:
-                raise StartupError(f"--trust {cfg.trust}: cannot read: {exc.strerror or exc}") from None
-        self.cert = cert
-        self.validator = Validator(schema, self.keychain)
-        self.validator.offer([cert])
-
     async def fetch_certificate(self, key_name: Name) -> Data:
         """The validator's fetch: an Interest for `key_name` with CanBePrefix,
         expressed by the node's in-process client through its own forwarder
@@ -423,12 +329,12 @@ class Node:
         client = await self.internal_client()
         return await client.fetch_key(key_name, timeout=2.0)
 
-    async def internal_client(self) -> Any:
+    async def internal_client(self) -> Client:
         """The node's in-process client on a local memory face (made once):
         hosts --function and fetches what the node's validator needs."""
         async with self._internal_lock:
             if self._internal is None:
-                from icnd.client.door import Client
+                from icnd.client import Client
 
                 assert self._nursery is not None, "node is not running"
                 mine, theirs = memory_face_pair(local=True)
@@ -439,7 +345,8 @@ class Node:
         return self._internal
 
     def _face_limits(self) -> FaceLimits:
-        """What the peers of one listener may make the node hold (issue #15, D1/D2)."""
+        """What the peers of one listener may make the node hold: connections, per source and in all,
+        partial frames and UDP reassembly buffers."""
         cfg, mib = self.config, 1024 * 1024
         return FaceLimits(
             max_connections=cfg.stream_max_connections, max_per_source=cfg.stream_max_per_source,
@@ -455,7 +362,8 @@ class Node:
             raise StartupError(str(exc)) from None
         for parsed in addresses:
             try:
-                listener = await open_listener(parsed, on_new_face=self._on_new_face, limits=self._face_limits())
+                listener = await open_listener(parsed, on_new_face=self._on_new_face, limits=self._face_limits(),
+                                               eager_frames=self._eager_frames)
             except OSError as exc:
                 reason = exc.strerror or str(exc)
                 raise StartupError(f"cannot listen on {parsed}: {reason}") from None
@@ -473,11 +381,15 @@ class Node:
         if parsed.scheme not in ("unix", "tcp"):
             raise StartupError(f"--ndn-listen {uri}: expected unix:///path or tcp://HOST:PORT")
         try:
+            from icnd.ndn.codec import NdnNameMap
             from icnd.ndn.face import NdnLinkService, open_ndn_listener
             from icnd.ndn.management import NdnManagement
         except ImportError as exc:
             raise StartupError(f"--ndn-listen: NDN support is not available: {exc}") from None
-        self.faces.link_services["ndn"] = NdnLinkService
+        # one params-digest translation memory for all the node's NDN faces: an Interest forwarded
+        # from one NDN face to another keeps its NDN name and signature
+        if "ndn" not in self.faces.link_services:
+            self.faces.link_services["ndn"] = NdnLinkService.sharing(NdnNameMap())
         if "ndn" not in self.command_receivers:
             self.command_receivers["ndn"] = NdnManagement(
                 self.faces, self.fw.rib, counters=self.fw.counters.as_dict, table_sizes=self.fw.table_sizes,
@@ -490,7 +402,8 @@ class Node:
                 raise StartupError(f"cannot listen on {uri}: cannot create {directory}: "
                                    f"{exc.strerror or exc}") from None
         try:
-            listener = await open_ndn_listener(parsed, on_new_face=self._on_new_face, limits=self._face_limits())
+            listener = await open_ndn_listener(parsed, on_new_face=self._on_new_face, limits=self._face_limits(),
+                                               eager_frames=self._eager_frames)
         except OSError as exc:
             hint = ""
             if exc.errno == errno.EADDRINUSE and parsed.scheme == "tcp":
@@ -545,12 +458,14 @@ class Node:
                     watch = NeighborWatch(self.routing.router, dead_interval=r.dead_interval_s,
                                           interval=r.hello_interval_s)
                     nursery.start_soon(watch.run)
-                if self._functions:
-                    await self._start_function_host(nursery)
+                if self.functions.functions:
+                    await self.functions.start(nursery, self.validator, self.socket_path)
                 self.started_at = time.time()
                 log.info("node %s ready on %s", self.name, ", ".join(self.listen_uris() + [
                     f"{uri} (NDN)" for uri in self.ndn_listen_uris()]))
-                if not self.config.data_dir and not self.config.key:  # [#15 D14]; info: "warning" stays quiet
+                # a node without a data dir has a new key at every start; said at info level, since
+                # a warning would be printed by every short-lived node (tests, demos)
+                if not self.config.data_dir and not self.config.key:
                     log.info("no --data-dir: this node's identity %s is ephemeral (a new key at every start), "
                              "so Data it signed before a restart (cached aggregates, manifests) no longer "
                              "verifies; give it --data-dir to keep its key", self.key.name)
@@ -589,34 +504,6 @@ class Node:
             except (OSError, ValueError, TableFull) as exc:
                 log.warning("route %s via %s: %s", route.prefix, route.face, exc)
 
-    async def _start_function_host(self, nursery: trio.Nursery) -> None:
-        """Host --function callables through an in-process client on a local
-        memory face: the same protocol code as `Client.host`, signed with the
-        node's key."""
-        from icnd.compute.host import FunctionHost, HostLimits
-
-        # functions that use icnd themselves (icnd.connect()) reach this node
-        os.environ["ICND_SOCKET"] = os.path.abspath(self.socket_path)
-        client = await self.internal_client()
-        cfg = self.config
-        limits = HostLimits(max_jobs=cfg.function_max_jobs, max_arg_bytes=int(cfg.function_max_arg_mb * 1024 * 1024),
-                            retention=cfg.function_retention_s,
-                            max_memo_bytes=int(cfg.function_memo_mb * 1024 * 1024))
-        host = FunctionHost(client, self._functions, self.name, limits=limits,
-                            workers=cfg.function_workers, pool=cfg.function_pool,
-                            validator=self.validator, fetch_cert=self.fetch_certificate)
-        previous = self.function_host
-        if previous is not None:  # a reload: the node's counters never go back
-            for key, value in previous.counters.items():
-                host.counters[key] = host.counters.get(key, 0) + value
-            for prefix, calls in previous.calls.items():
-                if prefix in host.calls:
-                    host.calls[prefix] += calls
-        self.function_host = host
-        self._function_task = _Stoppable()
-        await nursery.start(self._function_task.run, host.run)
-        log.info("hosting %s", ", ".join(f.prefix.to_uri() for f in self._functions))
-
     async def set_functions(self, functions: list[HostedFunction]) -> None:
         """Host `functions` instead of the hosted ones (a configuration reload).
 
@@ -627,12 +514,7 @@ class Node:
         same in-process client, and the old one's route removal on its way
         out would take the new one's routes with it."""
         assert self._nursery is not None, "node is not running"
-        if self._function_task is not None:
-            await self._function_task.stop()
-            self._function_task = None
-        self._functions = list(functions)
-        if functions:
-            await self._start_function_host(self._nursery)
+        await self.functions.replace(functions, self._nursery, self.validator, self.socket_path)
 
     # --- faces ------------------------------------------------------------------------------
     def _on_new_face(self, face: Face) -> None:
@@ -762,77 +644,18 @@ class Node:
                 scope.deadline = earliest + TIMER_SLACK
 
     # --- status -----------------------------------------------------------------------------------
-    def status(self) -> dict[str, Any]:
-        counters = self.fw.counters.as_dict()
-        counters["mgmt_commands"] = self.mgmt_commands
-        counters.update(self.handler_errors.as_counters())
-        counters["rib_refused"] = self.fw.rib.refused
-        counters.update(self.aggregator.counters)
-        counters.update(self.contrib.counters)
-        counters.update(self.groups.counters)
-        counters["cs_evicted_unverified"] = self.fw.cs.evicted_unverified
-        counters.update(self.keyless_signing.counters)
-        for listener in self._listeners + self._ndn_listeners:  # D1/D2: connection and reassembly refusals
-            for key, value in listener.listener_counters().items():
-                counters[key] = counters.get(key, 0) + value
-        tables = self.fw.table_sizes()
-        tables["faces"] = len(self.faces)
-        if self.routing is not None:
-            router = self.routing.router
-            for key, value in router.counters.items():
-                counters[f"routing_{key}"] = value
-            for key, value in self.routing.counters.items():
-                counters[f"routing_{key}"] = value
-            tables["lsdb_entries"] = len(router.lsdb)
-            tables["lsdb_bytes"] = router.lsdb.bytes_used
-            tables["routing_neighbors_up"] = sum(1 for nb in router.neighbors.values() if nb.up)
-        tables["dead_nonces"] = len(self.fw.dnl)
-        repo = self.published.repo
-        objects = self.published.objects
-        tables["repo_entries"] = len(repo)
-        tables["repo_bytes"] = repo.bytes_used
-        tables["objects"] = len(objects)
-        tables["object_bytes"] = objects.bytes_used
-        counters.update(objects.counters)
-        tables.update(self.contrib.stats(trio.current_time()))
-        host = self.function_host
-        counters.update(host.counters if host is not None else dict.fromkeys(HOST_COUNTERS, 0))
-        counters["config_reloads"] = self.config_reloads
-        counters["config_reload_errors"] = self.config_reload_errors
-        counters.update(self.function_reports.counters)
-        tables.update(host.tables() if host is not None else dict.fromkeys(HOST_TABLES, 0))
-        if self.http is not None:
-            counters.update(self.http.counters)
-        return {
-            "name": self.name.to_uri(),
-            "version": __version__,
-            "uptime_s": round(time.time() - self.started_at, 3),
-            "pid": os.getpid(),
-            "socket": os.path.abspath(self.socket_path),
-            "listen": self.listen_uris(),
-            "ndn_listen": self.ndn_listen_uris(),
-            "http": self.http.url if self.http is not None else None,
-            "key": self.key.name.to_uri() if self.key.name is not None else None,
-            "counters": counters,
-            "tables": tables,
-        }
+    @property
+    def listeners(self) -> list[Listener]:
+        """Every listener: icnd's, then NDN's."""
+        return self._listeners + self._ndn_listeners
 
+    def status(self) -> Status:
+        """The node's status report (`icnd.daemon.status.roll_up`)."""
+        return roll_up(self)
 
-class _Stoppable:
-    """A task of the node's nursery that can be stopped alone, and waited for until it has ended."""
-
-    def __init__(self) -> None:
-        self._scope = trio.CancelScope()
-        self._ended = trio.Event()
-
-    async def run(self, fn: Callable[..., Any], *,
-                  task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
-        try:
-            with self._scope:
-                await fn(task_status=task_status)
-        finally:
-            self._ended.set()
-
-    async def stop(self) -> None:
-        self._scope.cancel()
-        await self._ended.wait()
+    def status_view(self) -> StatusView:
+        """What the status page and /metrics read (`icnd.daemon.status.StatusView`)."""
+        return StatusView(status=self.status, faces=self.faces, rib=self.fw.rib, fib=self.fw.fib,
+                          reductions=self.aggregator.entries, groups=self.groups,
+                          router=self.routing.router if self.routing is not None else None,
+                          functions=self.functions, function_reports=self.function_reports)

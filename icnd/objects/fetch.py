@@ -14,7 +14,7 @@ stores and serves (see `icnd.objects.manifest` for the names).
 `icnd.Client` offers each of these as a method; function hosts use
 `fetch_segments` to pull arguments and `publish_object` to store results.
 
-A consumer with time left waits for a route [issue #26, F1]: a ``no-route``
+A consumer with time left waits for a route: a ``no-route``
 Nack (nobody serves the name yet, or routing has not come back after a
 fault) is not the end while the consumer's timeout runs.  `RouteWait` asks
 again after 50 ms, doubling to 1 s, never past the deadline, and at the
@@ -47,7 +47,6 @@ from icnd.objects.manifest import (
     MANIFEST_FRESHNESS_MS,
     CongestionWindow,
     Manifest,
-    RttEstimator,
     check_segment,
     check_sizes,
     manifest_name,
@@ -55,6 +54,7 @@ from icnd.objects.manifest import (
     segment_index,
 )
 from icnd.packet import ContentType, Data, Interest, Nack, NackReason, new_nonce
+from icnd.rtt import RttEstimator
 
 # A published Data travels to the node inside a management Interest's
 # parameters (codec.MAX_PARAMS_SIZE), less room for the command's framing.
@@ -210,7 +210,8 @@ async def verified(ep: Endpoint, interest: Interest, data: Data, timeout: float)
     is refused and with it every segment it would vouch for --; else, once, the
     answer from past the caches: the node evicts that exact Data (by its
     implicit digest, so a good Data of the same name is kept) and the
-    Interest goes again with MustBeFresh and a new nonce [issue #15, D8].
+    Interest goes again with MustBeFresh and a new nonce, so a poisoned cache
+    entry costs one retry, never the fetch.
     Raises VerificationError if the second answer does not verify either,
     or is the same bad Data again; never returns unverified data."""
     try:
@@ -328,7 +329,7 @@ async def publish_object(ep: Endpoint, name: NameLike, source: bytes | bytearray
     digests: _SegmentDigests | None = _SegmentDigests(segment_size) if ep.key is not None else None
     try:
         offset = 0
-        if size >= SHM_MIN and ep.passes_fds():  # the whole object in shared memory, one command (issue #18)
+        if size >= SHM_MIN and ep.passes_fds():  # the whole object in shared memory, one command
             if reader is not None:
                 src = reader.fileno()
                 fd = shm.create_sealed(size, lambda fd: _sendfile_all(fd, src, size), name="icnd-object")
@@ -421,7 +422,7 @@ async def fetch_manifest(ep: Endpoint, name: NameLike, *, timeout: float = DEFAU
             raise NotFound(f"{name} is not a published object ({found.name} answered)")
         base, ver = name, parsed[0]
         if parsed[1] == MANIFEST and found.content_type == ContentType.MANIFEST:
-            if verify:  # a bad one is evicted and asked for again by its name (D8)
+            if verify:  # a bad one is evicted and asked for again by its name (`verified`)
                 found = await verified(ep, Interest(found.name, lifetime_ms=int(1000 * min(timeout, 60.0))),
                                        found, timeout)
                 if found.content_type != ContentType.MANIFEST:
@@ -443,7 +444,7 @@ class FetchStats:
     again for a segment (after a timeout, a congestion Nack or a corrupt
     copy), so ``interests == segments + retransmissions`` on success over the
     network; `shared_memory`: the object came from the client's own node in
-    shared memory instead (issue #18), no Interest sent."""
+    shared memory instead (`icnd.faces.shm`), no Interest sent."""
 
     segments: int = 0
     bytes: int = 0
@@ -488,7 +489,7 @@ async def _fetch_object(ep: Endpoint, name: Name, timeout: float, verify: bool,
                         stats.segments, stats.bytes, stats.interests = 1, len(found.content), 1
                     return await _single(ep, found, out, verify, step_timeout, progress)
             manifest = await fetch_manifest(ep, name, timeout=step_timeout, verify=verify, routes_until=deadline)
-            if manifest.size >= SHM_MIN and ep.passes_fds():  # stored by our own node? shared memory (#18)
+            if manifest.size >= SHM_MIN and ep.passes_fds():  # stored by our own node? shared memory
                 whole = await _from_shared_memory(ep, manifest, out, progress, stats, step_timeout)
                 if whole is not None:
                     return whole
@@ -695,7 +696,7 @@ class _SegmentPipeline:
         self.outstanding: dict[int, tuple[float, int, int]] = {}  # index -> (sent_at, nonce, attempt)
         self.attempts: dict[int, int] = {}
         self.corrupt: dict[int, int] = {}
-        self.to_evict: list[Data] = []  # corrupt segments the node is to drop before they are asked again (D8)
+        self.to_evict: list[Data] = []  # corrupt segments the node is to drop before they are asked again
         self.done = 0
         self.bytes_done = 0
         self.wakeup = trio.Event()

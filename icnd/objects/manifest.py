@@ -17,8 +17,9 @@ may answer with any fresh segment, whose name still tells the version.
 Re-publishing makes a new version, so old and new segments never mix.
 
 This module holds the naming, the manifest codec, the segment packet
-builder the node serves from, the consumer's RTT estimator and congestion
-window, all without I/O so they are unit-tested directly.
+builder the node serves from and the consumer's congestion window, all
+without I/O so they are unit-tested directly (the consumer's RTT estimator
+is the one of `icnd.rtt`).
 """
 
 from __future__ import annotations
@@ -199,40 +200,6 @@ class SegmentBuilder:
 def check_segment(manifest: Manifest, index: int, content: bytes | memoryview) -> bool:
     start, end = manifest.segment_range(index)
     return len(content) == end - start and hashlib.sha256(content).digest() == manifest.digest(index)
-
-
-class RttEstimator:
-    """RFC 6298 retransmission timer: SRTT, RTTVAR, RTO with backoff.
-
-    Samples come only from segments answered on their first transmission
-    (Karn's rule: the caller does not feed retransmitted ones)."""
-
-    def __init__(self, initial_rto: float = 1.0, min_rto: float = 0.2, max_rto: float = 10.0) -> None:
-        self.srtt: float | None = None
-        self.rttvar = 0.0
-        self.rto = initial_rto
-        self.min_rto, self.max_rto = min_rto, max_rto
-        self._backoff = 1
-
-    def sample(self, rtt: float) -> None:
-        if self.srtt is None:
-            self.srtt, self.rttvar = rtt, rtt / 2
-        else:
-            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
-            self.srtt = 0.875 * self.srtt + 0.125 * rtt
-        self._backoff = 1
-        self.rto = min(max(self.srtt + 4 * self.rttvar, self.min_rto), self.max_rto)
-
-    def timeout(self) -> float:
-        """The current RTO, including any backoff."""
-        return min(self.rto * self._backoff, self.max_rto)
-
-    def back_off(self) -> None:
-        self._backoff = min(self._backoff * 2, 64)
-
-    def reset_backoff(self) -> None:
-        """An answer arrived (even to a retransmission): the path works again."""
-        self._backoff = 1
 
 
 class CongestionWindow:

@@ -85,7 +85,7 @@ class ObjectStore:
         self.upload_idle_s = upload_idle_s
         self.bytes_used = 0
         # objects handed to local clients as a file descriptor, and uploads received in shared memory
-        # (icnd.daemon.mgmt.objects, issue #18)
+        # (icnd.daemon.mgmt.objects)
         self.counters = {"object_shm_reads": 0, "object_shm_appends": 0, "object_shm_refused": 0}
         self._objects: dict[tuple[bytes, ...], StoredObject] = {}  # N/v=V -> object
         self._latest: dict[tuple[bytes, ...], tuple[bytes, ...]] = {}  # N -> N/v=V of the newest

@@ -81,9 +81,11 @@ from icnd.core.hooks import HOOK_FACE
 from icnd.errors import error_data
 from icnd.name import Name, generic
 from icnd.packet import ContentType, Data, Interest, Nack, NackReason, Packet, SigType, new_nonce
+from icnd.ratelog import RateLimitedLog
 from icnd.reduction.group import (NODE, ReduceRequest, aggregate_prefix, contrib_name, incomplete_detail,
                                   parse_incomplete, request_params)
 from icnd.reduction.segment import SegmentError, SegmentMeta, combine, nonfinite, pack, unpack
+from icnd.rtt import RttEstimator
 from icnd.security import DigestKey
 
 if TYPE_CHECKING:
@@ -160,7 +162,8 @@ class AstEntry:
     congested: str = ""  # why the entry had to give up for lack of buffers
     done: bool = False
     # members of failed children that the child's not-yet did not name as missing
-    # (they contributed below): the entry's own not-yet does not blame them [D12]
+    # (they contributed below): the entry's own not-yet does not blame them, so a consumer is told
+    # only the members that really failed to contribute
     not_blamed: set[int] = field(default_factory=set)
     origin: Origin | None = None  # whose share the round is charged to (None: a local face's request)
 
@@ -190,7 +193,9 @@ class Aggregator:
         if local_reserve_rounds is None:
             local_reserve_rounds = max(1, max_rounds // 4) if max_rounds > 1 else 0
         self.local_reserve_rounds = min(local_reserve_rounds, max_rounds - 1)
-        self._logged: dict[str, float] = {}  # refusal kind -> when last logged
+        # one rate-limited log line per kind of refused round (the counters count them all)
+        self._refusal_logs = {kind: RateLimitedLog(log, REFUSAL_LOG_INTERVAL)
+                              for kind in ("round_share", "round_reserve")}
         self.entries: dict[tuple[bytes, ...], AstEntry] = {}
         self.children: dict[tuple[bytes, ...], Child] = {}
         # requests to aggregate here (from `route`), and what the pipelines sent to the hook face
@@ -198,7 +203,7 @@ class Aggregator:
         self.bytes_used = 0
         self.counters = dict.fromkeys(AGG_COUNTERS, 0)
         self._requests: collections.OrderedDict[bytes, ReduceRequest] = collections.OrderedDict()
-        self._rtt: dict[int | None, tuple[float, float]] = {}
+        self._rtt: dict[int | None, RttEstimator] = {}  # next hop -> its round-trip times
         self.window = CHILD_WINDOW
         self._inflight: dict[int, int] = {}  # next hop -> sub-requests outstanding on it
         self._inflight_bytes: dict[int, int] = {}  # next hop -> their segments' bytes (groups may differ)
@@ -358,7 +363,8 @@ class Aggregator:
         # send sub-requests down the faces its requesters came from (other names)
         upstream = set(pit_entry.in_records) if req.subset is not None else set()
         local, remote, unreachable = self.split(req.asked(), upstream, req)
-        if req.exclude:  # known missing (from an earlier segment): not waited for [D12]
+        if req.exclude:  # known missing (from an earlier segment): not waited for again, so a partial
+            # request does not spend its whole timeout on every segment
             e.problems.append(f"{', '.join(req.desc.member_ids(req.exclude))}: missing from an earlier segment")
         child_lifetime = max(10, int((e.deadline - now) * 1000))
         desc = req.desc
@@ -392,7 +398,7 @@ class Aggregator:
         a node on the way) admitted for some requester: it is charged to
         that face *and* the origin tag it carries, so one requester's rounds
         cannot use up the share of the face every legitimate round also comes
-        through [issue #26, D11].  The tag is made where a request enters
+        through.  The tag is made where a request enters
         the tree (a hash of this node's name and the face it came from) and
         passed on unchanged below, so it names the requester as the
         rendezvous saw it; a tag is believed only from a face toward the
@@ -450,11 +456,8 @@ class Aggregator:
         return ""
 
     def _log_refusal(self, kind: str, why: str, now: float) -> None:
-        """Log a refusal at most once per `REFUSAL_LOG_INTERVAL` per kind (the counters count them all)."""
-        last = self._logged.get(kind)
-        if last is None or now - last >= REFUSAL_LOG_INTERVAL:
-            self._logged[kind] = now
-            log.warning("aggregator: refused a new round: %s", why)
+        """Log a refusal at most once per `REFUSAL_LOG_INTERVAL` per kind, with how many since."""
+        self._refusal_logs[kind].warning(now, "aggregator: refused a new round: %s", why)
 
     def _add_child(self, e: AstEntry, interest: Interest, members: tuple[int, ...], face: int | None) -> None:
         key = interest.name.comps
@@ -546,7 +549,7 @@ class Aggregator:
             if now >= child.sent_at + child.rto:
                 # unanswered within its RTO (lost, or waiting on a straggler): it leaves its
                 # next hop's window to a waiting sub-request and is asked again outside it, so
-                # sub-requests that wait long cannot hold the window [D11]
+                # sub-requests that wait long cannot hold the window
                 self._release(child, now)
                 if e.done:
                     return
@@ -688,7 +691,7 @@ class Aggregator:
             named, why = _named_missing(desc, nack.detail)
             if named:
                 e.not_blamed.update(i for i in child.members if i not in named)
-        if why is not None:  # the child's own reasons, once: not wrapped in its sentence again (#27)
+        if why is not None:  # the child's own reasons, once: not wrapped in its sentence again
             e.problems.append(why)
         else:
             detail = f": {nack.detail}" if nack.detail else ""
@@ -745,29 +748,25 @@ class Aggregator:
         self.counters["agg_partials" if partial else "agg_results"] += 1
         if req.subset is None:
             # the consumers' answer: signed by this node (a partial too: a digest-only Data
-            # verifies for no consumer, #16); cached unless partial
+            # verifies for no consumer); cached unless partial
             fresh = 0 if partial else AGGREGATE_FRESHNESS_MS
             data = self.signer(Data(e.name, content, ctype, freshness_ms=fresh))
         else:
             # a subtree's sum for the parent aggregator: not signed end to end, never cached
-            # (issue #18: one hash per byte at the rendezvous, none per hop; docs/reduction.md)
+            # (one hash per byte at the rendezvous, none per hop; docs/reduction.md)
             data = Data(e.name, content, ctype, freshness_ms=0, sig_type=SigType.PER_HOP)
         fw.on_incoming_data(self.face, data, now)
 
-    # --- RTT per next hop (RFC 6298) ---------------------------------------------------------------
+    # --- RTT per next hop (RFC 6298, `icnd.rtt`) ----------------------------------------------------
     def _sample(self, face: int | None, rtt: float) -> None:
-        old = self._rtt.get(face)
-        if old is None:
-            self._rtt[face] = (rtt, rtt / 2)
-        else:
-            srtt, var = old
-            self._rtt[face] = (0.875 * srtt + 0.125 * rtt, 0.75 * var + 0.25 * abs(srtt - rtt))
+        est = self._rtt.get(face)
+        if est is None:
+            est = self._rtt[face] = RttEstimator(INITIAL_RTO, MIN_RTO, MAX_RTO)
+        est.sample(rtt)
 
     def _rto(self, face: int | None) -> float:
         est = self._rtt.get(face)
-        if est is None:
-            return INITIAL_RTO
-        return min(max(est[0] + 4 * est[1], MIN_RTO), MAX_RTO)
+        return INITIAL_RTO if est is None else est.rto
 
     def stats(self) -> dict[str, int]:
         return {"agg_entries_live": len(self.entries), "agg_children_live": len(self.children),

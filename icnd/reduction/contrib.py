@@ -10,7 +10,7 @@ and once a group has a signer, only that signer may announce new versions
 version.  Contributions are checked against every version the node keeps, so
 an old round keeps its membership after a new version.
 
-Bounded (issue #15, D9): at most ``max_groups`` groups.  Groups installed by
+Bounded, so that announcements from other nodes cannot exhaust it: at most ``max_groups`` groups.  Groups installed by
 announcements (*remote* groups: no configured or local version) may take at
 most ``max_groups - local_reserve`` of them, at most ``per_source`` per
 announcing key, and expire once unused (not read, not announced again) for
@@ -26,14 +26,15 @@ member contributes or the Interest expires.  Bounded: bytes in total, rounds
 kept per member (older rounds go first), rounds accepted ahead of the newest,
 Interests held.
 
-Priority (issue #15, D10): a contribution is *local* when the member's own
+Priority, so that other nodes cannot push out what the member's own node
+holds: a contribution is *local* when the member's own
 node's clients made it (management), *remote* when another node handed it
 over (``/contribute``).  A remote contribution never evicts a local round
 (for bytes or for the rounds-kept window); a local one evicts remote rounds
 first and replaces a remote-only round it conflicts with.  Nor do remote
 rounds move the member's window: a round evicted that was only handed over
-refuses (410) later remote rounds at or below it, never the member's own
-(issue #27).  `add` never
+refuses (410) later remote rounds at or below it, never the member's own.
+`add` never
 evicts the round it is storing: a round that would be evicted at once is
 refused (`ReductionError` naming the window of rounds kept), so success is
 reported only for a contribution that is stored.
@@ -270,7 +271,7 @@ def _check_signature(data: Data, public_key: bytes) -> None:
 def held_size(data: Data) -> int:
     """The memory a stored segment holds: its content and, if it has one, its
     encoding (a contribution handed over in shared memory has none, and is
-    never encoded to be stored: issue #18)."""
+    never encoded to be stored)."""
     wire = data.wire
     return len(data.content) + (len(wire) if wire is not None else 0) + 256
 
@@ -328,7 +329,7 @@ class ContributionStore:
         """Refuse a round at or below one evicted (410) or too far ahead (400).
         Rounds evicted that were only handed over from other nodes refuse
         only such remote rounds: they never move the member's own window
-        (issue #27: 20 far-ahead remote rounds locked the member out)."""
+        (else rounds far ahead handed over by other nodes would lock the member out)."""
         evicted = self._evicted.get(key)
         remote = None if local else self._evicted_remote.get(key)
         if remote is not None and (evicted is None or remote > evicted):
@@ -493,7 +494,8 @@ class ContributionStore:
         if not displaced and (not rounds or rnd < min(rounds)) and (below is None or rnd < below):
             # Interests for rounds at or below it are refused (410), not held; a round
             # evicted from above a kept or incoming one (a remote one giving way) is simply gone.
-            # A remote-only round's eviction refuses only remote rounds at or below it [#27]
+            # A remote-only round's eviction refuses only remote rounds at or below it, never the
+            # member's own
             marks = self._evicted if gone.local else self._evicted_remote
             marks[key] = max(rnd, marks.get(key, rnd))
         self.counters["contrib_evicted"] += 1

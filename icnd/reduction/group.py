@@ -32,7 +32,7 @@ import msgpack
 from icnd.codec import decode
 from icnd.errors import DecodeError
 from icnd.name import T_GENERIC, T_PARAMS, T_SEGMENT, Name, decode_nonneg, generic, segment, version
-from icnd.packet import Data, Interest
+from icnd.packet import Data, Interest, SigType
 
 REDUCE = generic("reduce")
 GROUP = generic("group")
@@ -48,7 +48,7 @@ IDENT = re.compile(r"[A-Za-z0-9._-]{1,64}\Z")
 MAX_MEMBERS = 256
 DEFAULT_SEG_BYTES = 512 * 1024
 MIN_SEG_BYTES = 1024
-# Up to 4 MiB: fewer, larger segments cut per-segment work on stream links (issue #18).  A segment
+# Up to 4 MiB: fewer, larger segments cut per-segment work on stream links.  A segment
 # above COMMAND_SEG_BYTES cannot ride in one Interest's parameters: such a group is contributed to in
 # shared memory on the member's own node only (icnd.reduction.consumer refuses the other ways).
 MAX_SEG_BYTES = 4 * 1024 * 1024
@@ -199,7 +199,7 @@ class GroupDescriptor:
         consumer fails over to them when one is unreachable: the rendezvous
         list from ``rendezvous[seg % n]`` on (wrapping), then the members'
         nodes not in it, in member order.  A pure function of the descriptor,
-        so every consumer picks the same next rendezvous [issue #27]."""
+        so every consumer picks the same next rendezvous."""
         n = len(self.rendezvous)
         first = tuple(self.rendezvous[(seg + k) % n] for k in range(n))
         listed = set(first)
@@ -245,9 +245,10 @@ def reduce_interest(desc_wire: bytes, group: str, op: str, rnd: int, seg: int, *
                     exclude: Sequence[int] = (), step: int = 0) -> Interest:
     """`exclude` (partial requests for the whole aggregate only): members the
     asker knows are missing (they were missing from an earlier segment of the
-    round); they are not waited for and count as missing [issue #15, D12].
+    round); they are not waited for and count as missing, so that a partial
+    request does not wait its whole timeout on every segment.
     `step`: how many rendezvous of the segment's `rendezvous_order` to pass
-    over (they were unreachable) [issue #27]."""
+    over (they were unreachable)."""
     return Interest.with_params(aggregate_prefix(group, op, rnd, seg),
                                 request_params(desc_wire, subset, partial, exclude, step=step),
                                 lifetime_ms=lifetime_ms)
@@ -267,7 +268,8 @@ class ReduceRequest:
     exclude: tuple[int, ...] = ()  # members known missing: not asked, counted missing (partial only)
     step: int = 0  # the rendezvous is the step-th of the segment's `rendezvous_order` (fail-over)
     # a sub-request's requester, as the rendezvous saw it (a tag it made; see
-    # icnd.reduction.aggregate): whose round it is, for the shares of rounds below it [D11]
+    # icnd.reduction.aggregate): whose round it is, for the shares of rounds below it, so one requester
+    # cannot use up the rounds of a face every requester's rounds come through
     origin: int | None = None
 
     def rendezvous(self) -> str:
@@ -347,8 +349,8 @@ class DescriptorCache:
 
     Every reduction request carries its group's descriptor, and an aggregator
     parses each request and sub-request: validating the same descriptor over
-    and over was a third of an aggregator's work on a small reduction (issue
-    #18).  The same bytes always parse to the same (immutable) descriptor, so
+    and over was a third of an aggregator's work on a small reduction.  The
+    same bytes always parse to the same (immutable) descriptor, so
     a hit skips only work whose result is known; bytes that fail to parse are
     never kept.  Bounded in entries and in bytes of the keys it holds; the
     oldest entry goes first."""
@@ -419,6 +421,19 @@ def missing_members(detail: str) -> list[str]:
 def contrib_name(node: str, member: str, group: str, rnd: int, seg: int) -> Name:
     return Name.from_wire((NODE, generic(node), MEMBER, generic(member), CONTRIB, generic(group),
                            _round_comp(rnd), segment(seg)))
+
+
+CONTRIB_FRESHNESS_MS = 60_000  # a contribution segment's freshness period, however it was handed over
+
+
+def contribution_data(node: str, member: str, group: str, rnd: int, seg: int, content: bytes | memoryview, *,
+                      sig_type: int = SigType.DIGEST_SHA256) -> Data:
+    """Segment `seg` of `member`'s contribution to round `rnd` of `group`, served by `node`
+    (`contrib_name`): the one way to make it, whether a client builds it (and signs it,
+    `icnd.reduction.consumer`) or the node builds it from a shared-memory contribution
+    (``reduce/contribute-shm``, `PER_HOP`: never leaves the node unsigned)."""
+    return Data(contrib_name(node, member, group, rnd, seg), content, freshness_ms=CONTRIB_FRESHNESS_MS,
+                sig_type=sig_type)
 
 
 def remote_contribute_name(node: str, member: str) -> Name:

@@ -102,7 +102,14 @@ node that answered (a producer or a Content Store -- ``cache_hit``) and the
 hop count (links crossed); simulated and wall time; packets delivered; and
 the counters of every forwarder.  `format_report` renders it for people,
 `report_json` as a JSON-ready dict; ``report.exit_code`` is 0 when every
-fetch succeeded, else 1 (the CLI's exit status).
+fetch succeeded, else 1 (the CLI's exit status).  The report and its
+formatting live in `icnd.sim.report` (re-exported here).
+
+`simulate` runs in steps: the network built from the topology
+(`_build_network`), routes installed or the routing protocol set up, a
+producer on every node, then `_Run` schedules the steps and fetches
+(`_Run.start`), runs the event loop (`_Run.run`) and the report is made of
+what it recorded.
 """
 
 from __future__ import annotations
@@ -112,7 +119,7 @@ import os
 import time
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from icnd.core.routing import RouterConfig
@@ -124,7 +131,8 @@ from icnd.errors import Error
 from icnd.name import Name
 from icnd.packet import DEFAULT_HOP_LIMIT, Data, Interest, Nack, NackReason
 from icnd.security import make_data
-from icnd.sim.network import Fetch, SimApp, SimNetwork, SimNode
+from icnd.sim.network import Fetch, SimApp, SimNetwork
+from icnd.sim.report import FetchResult, SimReport, format_report, format_routing, report_json
 from icnd.sim.routing import ConvergenceLog, SimRouting, routing_report, steady_traffic
 from icnd.topology.routes import (FUNCTION_STRATEGY, RouteOracle, derive_routes, function_route_prefixes,
                                   originated_prefixes)
@@ -193,87 +201,6 @@ class Step:
         else:
             what = self.nodes[0]
         return f"{self.action} {what}"
-
-
-@dataclass
-class FetchResult:
-    """The outcome of one fetch.
-
-    ``path``: nodes from the consumer's node (``src``) to the node that
-    answered (``served_by``), as the Data travelled back; ``hops`` =
-    ``len(path) - 1`` links.  ``cache_hit``: a Content Store answered
-    (rather than the producer application).  ``rtt_s``: simulated seconds
-    from the first Interest to the Data (or to the failure).  ``error``:
-    None on success, else ``"nack <reason>"``, ``"timeout"`` or
-    ``"unfinished"`` (the simulation stopped at ``until`` first).
-    """
-
-    src: str
-    dst: str
-    name: str
-    started_s: float
-    ok: bool = False
-    rtt_s: float | None = None
-    hops: int | None = None
-    path: list[str] = field(default_factory=list)
-    served_by: str | None = None
-    cache_hit: bool = False
-    attempts: int = 0
-    error: str | None = "unfinished"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "from": self.src, "to": self.dst, "name": self.name, "started_s": self.started_s,
-            "ok": self.ok, "rtt_s": self.rtt_s, "hops": self.hops, "path": list(self.path),
-            "served_by": self.served_by, "cache_hit": self.cache_hit, "attempts": self.attempts,
-            "error": self.error,
-        }
-
-
-@dataclass
-class SimReport:
-    """What a simulation did; see the module docstring."""
-
-    topology: str
-    node_count: int
-    link_count: int
-    seed: int
-    routes: str  # the routing mode used: "link-state", "full", "destinations" or "lazy"
-    fetches: list[FetchResult]
-    sim_time_s: float  # simulated time when the simulation stopped
-    wall_s: float  # wall-clock seconds, building included
-    run_wall_s: float  # wall-clock seconds of the event loop (lazy route derivation included)
-    routes_s: float  # wall-clock seconds spent deriving and installing routes (up front or lazily)
-    forwarding_wall_s: float  # run_wall_s less the lazy route derivation done inside the loop
-    packets: int  # packets delivered to a node or an application
-    events: int  # events processed on the virtual clock
-    counters: dict[str, dict[str, int]]  # node -> Forwarder counters
-    dead: list[str]  # nodes dead when the simulation stopped
-    links: dict[str, dict[str, int]]  # "a-b" -> link statistics
-    steps: list[dict[str, Any]]  # scenario steps executed (at, action, nodes)
-    routing: dict[str, Any] | None = None  # link-state: `icnd.sim.routing.routing_report`; else None
-
-    @property
-    def ok(self) -> bool:
-        """Every fetch got its Data."""
-        return all(f.ok for f in self.fetches)
-
-    @property
-    def exit_code(self) -> int:
-        """0 when every fetch succeeded (and, with link-state routing, routes
-        converged and re-converged after every failure step), else 1."""
-        routing = self.routing
-        if routing is not None and (not routing["converged"]
-                                    or any(f["reconvergence_s"] is None for f in routing["failures"])):
-            return 1
-        return 0 if self.ok else 1
-
-    @property
-    def packets_per_s(self) -> float:
-        """Simulated packets processed per wall-clock second of the event loop,
-        route derivation excluded (``packets / forwarding_wall_s``): routes are
-        set-up work, done before the loop or, in lazy mode, on first use."""
-        return self.packets / self.forwarding_wall_s if self.forwarding_wall_s > 0 else math.inf
 
 
 # --------------------------------------------------------------------------- topologies
@@ -462,7 +389,7 @@ class _Run:
     """The fetches and steps of one simulation, and their results."""
 
     def __init__(self, net: SimNetwork, *, timeout_s: float, retx_s: float, hop_limit: int,
-                 object_name: str) -> None:
+                 object_name: str, function_prefixes: list[Name], routing: SimRouting | None) -> None:
         self.net = net
         self.lifetime_ms = max(1, int(round(timeout_s * 1000)))
         self.retx_ms = max(1, int(round(retx_s * 1000)))
@@ -474,11 +401,61 @@ class _Run:
         self.running: list[tuple[FetchResult, Fetch]] = []
         self.outstanding = 0
         self.steps_done: list[dict[str, Any]] = []
+        self.plain: list[tuple[str, str, str | None]] = []  # the fetches one after the other (`start`)
         self.plain_started = 0
+        self.steps: list[Step] = []
         self.step_fetches_started = 0
-        self.function_prefixes: list[Name] = []  # set to FUNCTION_STRATEGY on every (restarted) node
-        self.routing: SimRouting | None = None  # link-state: the protocol, and when it converged
-        self.log: ConvergenceLog | None = None
+        self.function_prefixes = function_prefixes  # set to FUNCTION_STRATEGY on every (restarted) node
+        self.routing = routing  # link-state: the protocol, and when it converged
+        self.log = ConvergenceLog(routing) if routing is not None else None
+        self.run_wall_s = 0.0  # wall-clock seconds of the event loop (`run`)
+
+    def start(self, plain: list[tuple[str, str, str | None]], steps: list[Step], until: float | None) -> None:
+        """Schedule the steps and the fetches: from time 0, or, under link-state routing, from when
+        routes are consistent (each failure step then waits for them again)."""
+        net = self.net
+        self.plain, self.steps = plain, steps
+        self.outstanding = len(plain) + len(steps)
+        for step in steps:
+            self.schedule(step)
+        routing, log = self.routing, self.log
+        if routing is not None and log is not None:
+            self.outstanding += 1 + sum(s.action in FAILURES for s in steps)
+
+            def converged() -> None:
+                if plain:
+                    self.chain(plain)
+                self.finished_one()
+
+            log.converged(converged)
+            routing.start()
+            if until is None:
+                net.at(max((s.at for s in steps), default=0.0) + ROUTING_HORIZON_S,
+                       lambda: net.stop() if log.waiting else None)
+        elif plain:
+            self.chain(plain)
+
+    def run(self, until: float | None) -> None:
+        """Run the event loop until everything finished (or `until`)."""
+        net = self.net
+        run0 = time.perf_counter()
+        if self.outstanding or until is not None:
+            net.run(until=until)
+        self.run_wall_s = time.perf_counter() - run0
+        if until is not None and self.outstanding:
+            net.now = max(net.now, until)
+        for result, fetch in self.running:
+            if not fetch.finished:  # stopped by `until`
+                result.attempts = fetch.attempts
+
+    def never_started(self) -> list[FetchResult]:
+        """Placeholders (``error="unfinished"``) for fetches the simulation stopped before starting."""
+        out = [FetchResult(src, dst, self.name_for(dst, obj).to_uri(), started_s=math.nan)
+               for src, dst, obj in self.plain[self.plain_started:]]
+        fetch_steps = [s for s in self.steps if s.action == "fetch"]
+        out += [FetchResult(s.nodes[0], s.nodes[1], self.name_for(s.nodes[1], s.object).to_uri(), started_s=s.at)
+                for s in fetch_steps[self.step_fetches_started:]]
+        return out
 
     def name_for(self, dst: str, obj: str | None) -> Name:
         return Name(f"{node_prefix(dst)}/{_object_suffix(obj) if obj is not None else self.object_name}")
@@ -628,12 +605,7 @@ def simulate(
     spec = spec_or_path if isinstance(spec_or_path, TopologySpec) else load(spec_or_path)
     plain = _normalize_fetches(fetches, spec)
     steps = load_scenario(scenario, spec) if scenario is not None else []
-    if routes not in ROUTE_MODES:
-        raise ValueError(f"routes must be one of {', '.join(ROUTE_MODES)}, got {routes!r}")
-    if routes == "auto" and spec.routing == "link-state":
-        routes = "link-state"
-    elif routes == "auto":
-        routes = "full" if len(spec.nodes) <= FULL_ROUTES_MAX_NODES else "lazy"
+    routes = _route_mode(routes, spec)
     if not steady_s >= 0:
         raise ValueError("steady_s must be >= 0")
     if not timeout_s > 0 or not retx_s > 0:
@@ -643,14 +615,7 @@ def simulate(
     if hop_limit is None:
         hop_limit = DEFAULT_HOP_LIMIT if len(spec.nodes) <= DEFAULT_HOP_LIMIT else _MAX_HOP_LIMIT
 
-    net = SimNetwork(seed=seed, **dict(forwarder_options or {}))
-    for name in spec.nodes:
-        net.add_node(name)
-    for link in spec.links:
-        params = LinkModelParams(delay_ms=link.delay_ms, loss=link.loss, bandwidth_mbps=link.bandwidth_mbps)
-        net.link(link.a, link.b, params=params)
-    faces = {name: {peer.name: face for face, (_, peer, _) in node.peers.items()}
-             for name, node in net.nodes.items()}
+    net = _build_network(spec, seed, forwarder_options)
     route_clock = [0.0]
     routing: SimRouting | None = None
     if routes == "link-state":
@@ -660,64 +625,31 @@ def simulate(
         for node in net.nodes.values():
             _set_strategies(node.fw, function_prefixes)
     else:
+        faces = {name: {peer.name: face for face, (_, peer, _) in node.peers.items()}
+                 for name, node in net.nodes.items()}
         function_prefixes = _install_routes(spec, net, faces, routes, plain, steps, route_clock)
     for name, node in net.nodes.items():
         _Producer(SimApp(node), Name(node_prefix(name)), object_size)
 
     run = _Run(net, timeout_s=timeout_s, retx_s=retx_s, hop_limit=hop_limit,
-               object_name=_object_suffix(object_name))
-    run.function_prefixes = function_prefixes
-    run.outstanding = len(plain) + len(steps)
-    for step in steps:
-        run.schedule(step)
-    if routing is not None:  # fetches start once routes are consistent; each failure waits for them again
-        log = run.log = ConvergenceLog(routing)
-        run.routing = routing
-        run.outstanding += 1 + sum(s.action in FAILURES for s in steps)
-
-        def converged() -> None:
-            if plain:
-                run.chain(plain)
-            run.finished_one()
-
-        log.converged(converged)
-        routing.start()
-        if until is None:
-            net.at(max((s.at for s in steps), default=0.0) + ROUTING_HORIZON_S,
-                   lambda: net.stop() if log.waiting else None)
-    elif plain:
-        run.chain(plain)
-
+               object_name=_object_suffix(object_name), function_prefixes=function_prefixes, routing=routing)
+    run.start(plain, steps, until)
     setup_routes_s = route_clock[0]
-    run0 = time.perf_counter()
-    if run.outstanding or until is not None:
-        net.run(until=until)
-    run_wall = time.perf_counter() - run0
+    run.run(until)
     lazy_routes_s = route_clock[0] - setup_routes_s
-    if until is not None and run.outstanding:
-        net.now = max(net.now, until)
-    for result, fetch in run.running:
-        if not fetch.finished:  # stopped by `until`
-            result.attempts = fetch.attempts
-    routing_section = None
-    if routing is not None and run.log is not None:
-        steady = None
-        if not run.outstanding and steady_s > 0:  # a quiet window after the last (re-)convergence
-            steady = steady_traffic(routing, steady_s if until is None else min(steady_s, until - net.now))
-        routing_section = routing_report(routing, run.log, steady)
-
+    routing_section = _routing_section(run, steady_s, until)  # its quiet window moves the clock on
     return SimReport(
         topology=spec.source,
         node_count=len(spec.nodes),
         link_count=len(spec.links),
         seed=seed,
         routes=routes,
-        fetches=run.results + _never_started(run, plain, steps),
+        fetches=run.results + run.never_started(),
         sim_time_s=net.now,
         wall_s=time.perf_counter() - wall0,
-        run_wall_s=run_wall,
+        run_wall_s=run.run_wall_s,
         routes_s=route_clock[0],
-        forwarding_wall_s=max(run_wall - lazy_routes_s, 0.0),
+        forwarding_wall_s=max(run.run_wall_s - lazy_routes_s, 0.0),
         packets=net.packets_delivered,
         events=net.events,
         counters={name: node.fw.counters.as_dict() for name, node in net.nodes.items()},
@@ -728,14 +660,37 @@ def simulate(
     )
 
 
-def _never_started(run: _Run, plain: list[tuple[str, str, str | None]], steps: list[Step]) -> list[FetchResult]:
-    """Placeholders (``error="unfinished"``) for fetches the simulation stopped before starting."""
-    out = [FetchResult(src, dst, run.name_for(dst, obj).to_uri(), started_s=math.nan)
-           for src, dst, obj in plain[run.plain_started:]]
-    fetch_steps = [s for s in steps if s.action == "fetch"]
-    out += [FetchResult(s.nodes[0], s.nodes[1], run.name_for(s.nodes[1], s.object).to_uri(), started_s=s.at)
-            for s in fetch_steps[run.step_fetches_started:]]
-    return out
+def _route_mode(routes: str, spec: TopologySpec) -> str:
+    """The routing mode ``routes`` names, ``"auto"`` resolved for `spec`."""
+    if routes not in ROUTE_MODES:
+        raise ValueError(f"routes must be one of {', '.join(ROUTE_MODES)}, got {routes!r}")
+    if routes == "auto" and spec.routing == "link-state":
+        return "link-state"
+    if routes == "auto":
+        return "full" if len(spec.nodes) <= FULL_ROUTES_MAX_NODES else "lazy"
+    return routes
+
+
+def _build_network(spec: TopologySpec, seed: int, forwarder_options: Mapping[str, Any] | None) -> SimNetwork:
+    """One simulated node per node of `spec`, joined by its links' models."""
+    net = SimNetwork(seed=seed, **dict(forwarder_options or {}))
+    for name in spec.nodes:
+        net.add_node(name)
+    for link in spec.links:
+        params = LinkModelParams(delay_ms=link.delay_ms, loss=link.loss, bandwidth_mbps=link.bandwidth_mbps)
+        net.link(link.a, link.b, params=params)
+    return net
+
+
+def _routing_section(run: _Run, steady_s: float, until: float | None) -> dict[str, Any] | None:
+    """Link-state: the report's routing section, with the quiet window measured after the last
+    (re-)convergence; None under derived routes."""
+    if run.routing is None or run.log is None:
+        return None
+    steady = None
+    if not run.outstanding and steady_s > 0:
+        steady = steady_traffic(run.routing, steady_s if until is None else min(steady_s, until - run.net.now))
+    return routing_report(run.routing, run.log, steady)
 
 
 def _install_routes(spec: TopologySpec, net: SimNetwork, faces: dict[str, dict[str, int]], mode: str,
@@ -783,113 +738,3 @@ def _install(spec: TopologySpec, net: SimNetwork, faces: dict[str, dict[str, int
     for node in net.nodes.values():
         _set_strategies(node.fw, functions)
     return functions
-
-
-# --------------------------------------------------------------------------- output
-
-_TABLE_COUNTERS = ("interests_in", "interests_out", "data_in", "data_out", "cs_hits", "pit_aggregated",
-                   "retransmissions", "nacks_in", "nacks_out")
-
-
-def _ms(seconds: float | None) -> str:
-    return "-" if seconds is None or seconds != seconds else f"{seconds * 1000:.3f} ms"
-
-
-def format_report(report: SimReport) -> str:
-    """A human-readable report: one line per fetch, totals, and a counters
-    table of the nodes that saw traffic."""
-    lines = [f"topology {report.topology}: {report.node_count} nodes, {report.link_count} links, "
-             f"seed {report.seed}, routes {report.routes}"]
-    for step in report.steps:
-        if step["action"] != "fetch":
-            lines.append(f"  at {step['at']:.3f} s: {step['action']} {' '.join(step['nodes'])}")
-    for f in report.fetches:
-        head = f"fetch {f.src} -> {f.dst} {f.name}:"
-        if f.ok:
-            where = (f"cache hit at {f.served_by}" if f.cache_hit else f"producer at {f.served_by}")
-            hops = f"{f.hops} hop{'s' if f.hops != 1 else ''}"
-            lines.append(f"{head} ok, {hops} ({' '.join(f.path)}), {where}, simulated RTT {_ms(f.rtt_s)}, "
-                         f"{f.attempts} attempt{'s' if f.attempts != 1 else ''}")
-        else:
-            lines.append(f"{head} FAILED ({f.error}) after {_ms(f.rtt_s)}, {f.attempts} attempt"
-                         f"{'s' if f.attempts != 1 else ''}")
-    ok = sum(f.ok for f in report.fetches)
-    fetched = (f"{ok}/{len(report.fetches)} fetches ok" if report.fetches
-               else "no fetches asked for (--fetch FROM TO)")
-    lines.append(f"{fetched}; simulated time {report.sim_time_s:.6f} s; "
-                 f"wall {report.wall_s:.3f} s (event loop {report.run_wall_s:.3f} s, routes "
-                 f"{report.routes_s:.3f} s); {report.packets} packets delivered "
-                 f"({report.packets_per_s:,.0f} packets/s)")
-    if report.routing is not None:
-        lines.extend(format_routing(report.routing))
-    busy = [(n, c) for n, c in report.counters.items() if c["interests_in"] or c["data_in"] or c["nacks_in"]]
-    if busy:
-        dead = set(report.dead)
-        width = max(4, *(len(n) + (7 if n in dead else 0) for n, _ in busy))
-        lines.append("")
-        lines.append(f"{'node':<{width}}" + "".join(f"{h:>16}" for h in _TABLE_COUNTERS))
-        for name, c in busy:
-            label = f"{name} (dead)" if name in dead else name
-            lines.append(f"{label:<{width}}" + "".join(f"{c[h]:>16}" for h in _TABLE_COUNTERS))
-    return "\n".join(lines)
-
-
-def format_routing(section: Mapping[str, Any]) -> list[str]:
-    """The lines of a report's link-state ``routing`` section."""
-    def s(x: float | None) -> str:
-        return "-" if x is None else f"{x:.3f} s"
-
-    cfg = section["config"]
-    lines = [f"routing link-state (hello {cfg['hello_interval_s']:g} s, dead {cfg['dead_interval_s']:g} s, "
-             f"hold-down {cfg['hold_down_s']:g} s): "
-             + (f"converged at {s(section['convergence_s'])}" if section["converged"] else "NOT converged")]
-    for label, key in (("cold start", "cold_start"), ("whole run", "whole_run")):
-        t = section[key]
-        if t is not None:
-            m, b, c = t["messages_per_node"], t["bytes_per_node"], t["route_computations"]
-            lines.append(f"  {label}: {m['mean']:.1f} messages/node (max {m['max']:.0f}), "
-                         f"{b['mean']:,.0f} bytes/node (max {b['max']:,.0f}), "
-                         f"{c['total']} route computations ({c['mean']:.1f}/node, max {c['max']:.0f})")
-    for f in section["failures"]:
-        lines.append(f"  {f['action']} {' '.join(f['nodes'])} at {f['at']:.3f} s: routes consistent again after "
-                     f"{s(f['reconvergence_s'])}")
-    steady = section["steady"]
-    if steady is not None:
-        m, b = steady["messages_per_s_per_node"], steady["bytes_per_s_per_node"]
-        lines.append(f"  steady state over {steady['window_s']:g} s: {m['mean']:.2f} messages/s/node "
-                     f"(max {m['max']:.2f}), {b['mean']:,.0f} bytes/s/node (max {b['max']:,.0f})")
-    return lines
-
-
-def report_json(report: SimReport) -> dict[str, Any]:
-    """The report as a JSON-ready dict (``json.dumps`` works on it as is)."""
-    def num(x: float | None) -> float | None:
-        return None if x is None or x != x else x
-
-    fetches = []
-    for f in report.fetches:
-        d = f.as_dict()
-        d["started_s"] = num(d["started_s"])
-        fetches.append(d)
-    return {
-        "topology": report.topology,
-        "nodes": report.node_count,
-        "links": report.link_count,
-        "seed": report.seed,
-        "routes": report.routes,
-        "ok": report.ok,
-        "fetches": fetches,
-        "sim_time_s": report.sim_time_s,
-        "wall_s": report.wall_s,
-        "run_wall_s": report.run_wall_s,
-        "routes_s": report.routes_s,
-        "forwarding_wall_s": report.forwarding_wall_s,
-        "packets": report.packets,
-        "packets_per_s": num(report.packets_per_s) if math.isfinite(report.packets_per_s) else None,
-        "events": report.events,
-        "steps": report.steps,
-        "dead": report.dead,
-        "counters": report.counters,
-        "link_stats": report.links,
-        "routing": report.routing,
-    }

@@ -22,6 +22,8 @@ import trio
 
 from icnd.client import Client, connect
 from icnd.errors import Error
+from icnd.topology.processes import is_running, log_tail
+from icnd.topology.processes import stop_process as stop_process  # a helper of this module too
 
 LOG_TAIL = 2000  # characters of a daemon's log quoted in `DaemonNotReady`
 
@@ -74,30 +76,9 @@ def memfds(pid: int | str = "self") -> int:
     return n
 
 
-def stop_process(proc: subprocess.Popen[Any], timeout: float = 5.0) -> None:
-    """End a helper process (SIGTERM, then SIGKILL after `timeout`) and close its pipes."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
-        if stream is not None:
-            stream.close()
-
-
 def gone(pid: int | None) -> bool:
     """Whether process `pid` no longer runs (no such process, or a zombie)."""
-    if pid is None:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return True
-    return state in ("Z", "X")
+    return not is_running(pid)
 
 
 async def wait_exit(proc: subprocess.Popen[Any], timeout: float = 15.0) -> int:
@@ -194,7 +175,7 @@ class Daemon:
         return trio.run(self.until_ready, timeout)
 
     def log_tail(self) -> str:
-        return self.stderr_path.read_text(errors="replace")[-LOG_TAIL:]
+        return log_tail(str(self.stderr_path), LOG_TAIL)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> int:
         """Send `sig` (a clean shutdown by default), SIGKILL after `timeout`; the exit code."""

@@ -11,7 +11,7 @@ from typing import Any
 
 import trio
 
-from icnd.topology.launcher import STATE_FILE, LaunchError
+from icnd.topology.state import STATE_FILE, LaunchError
 
 _CLI = "import sys; from icnd.cli import main; sys.exit(main(sys.argv[1:]))"
 

@@ -51,28 +51,27 @@ wait for that within ``ready_timeout``, and the error names the nodes still
 missing routes and the last link-state record each refused (a trust schema
 without a rule for link state shows up there).
 
-State and cleanup.  ``<workdir>/topology.json`` records the launcher's pid,
-every node's pid (with its start time, so a recycled pid is never killed),
-socket and URIs, and -- written *before* they are created -- every namespace
-and veth name.  On exit, error or cancellation the launcher stops every node
-(SIGTERM, then SIGKILL after a bounded wait), removes the sockets and deletes
+State and cleanup.  ``<workdir>/topology.json`` (`icnd.topology.state`)
+records the launcher's pid, every node's pid (with its start time, so a
+recycled pid is never killed), socket and URIs, and -- written *before* they
+are created -- every namespace and veth name.  On exit, error or
+cancellation the launcher stops every node (SIGTERM, then SIGKILL after a
+bounded wait; `icnd.topology.processes`), removes the sockets and deletes
 exactly the recorded namespaces.  The daemons also get SIGTERM from the
 kernel if the launcher dies (``PR_SET_PDEATHSIG``); whatever else a crashed
 launcher leaves (its namespaces, its state file) is removed by `topo_down`
-or by the next launch in the same work directory.
+or by the next launch in the same work directory.  What ``icnd topo up`` and
+``icnd topo down`` print is `icnd.topology.console`'s.
 """
 
 from __future__ import annotations
 
-import ctypes
-import json
 import logging
 import os
 import secrets
 import shutil
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import tempfile
@@ -81,16 +80,39 @@ from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, AsyncIterator, TextIO
+from typing import Any, AsyncIterator
 
 import trio
 
-from icnd.client.door import Client, unwrap
-from icnd.client.door import connect as _connect
+from icnd.client import Client
+from icnd.client import connect as _connect
 from icnd.errors import Error
+from icnd.excgroups import lone
 from icnd.topology import netns as _netns
+from icnd.topology.console import topo_down
+from icnd.topology.processes import (
+    STOP_TIMEOUT,
+    Target,
+    child_setup,
+    log_tail,
+    remove_socket,
+    start_time,
+    stop_processes,
+)
 from icnd.topology.routes import FUNCTION_STRATEGY, Route, derive_routes, function_route_prefixes
 from icnd.topology.spec import LinkSpec, TopologyError, TopologySpec, load, node_prefix
+from icnd.topology.state import (
+    STATE_FILE,
+    STATE_FORMAT,
+    LaunchError,
+    cleanup_recorded,
+    default_workdir,
+    launcher_running,
+    read_state,
+    remove_state,
+    state_path,
+    write_state,
+)
 
 __all__ = [
     "STATE_FILE",
@@ -105,184 +127,9 @@ __all__ = [
 
 log = logging.getLogger("icnd.topology")
 
-STATE_FILE = "topology.json"
-STATE_FORMAT = 1
 READY_TIMEOUT = 20.0
-STOP_TIMEOUT = 5.0
 COMMAND_TIMEOUT = 10.0
 MAX_SOCKET_PATH = 107  # sizeof(sun_path) - 1
-
-
-class LaunchError(Error):
-    """A topology could not be started (a node failed, a name is taken, ...)."""
-
-
-# --- processes ------------------------------------------------------------------------------------
-
-try:
-    _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
-except (OSError, AttributeError):  # pragma: no cover - not Linux
-    _prctl = None
-_PR_SET_PDEATHSIG = 1
-
-
-def _child_setup() -> None:
-    """In the forked child: get SIGTERM when the launcher dies (no orphaned daemons)."""
-    if _prctl is not None:
-        _prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-
-
-def _proc_stat(pid: int) -> tuple[str, int] | None:
-    """``(state, start time in clock ticks)`` of ``pid``, or None if there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            text = f.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    fields = text[text.rfind(")") + 2 :].split()
-    try:
-        return fields[0], int(fields[19])
-    except (IndexError, ValueError):
-        return None
-
-
-def _proc_start(pid: int) -> int | None:
-    info = _proc_stat(pid)
-    return info[1] if info else None
-
-
-def _is_running(pid: int | None, start: int | None) -> bool:
-    """True if ``pid`` is the very process recorded (same start time) and not a zombie."""
-    if not pid:
-        return False
-    info = _proc_stat(pid)
-    if info is None or info[0] in ("Z", "X"):
-        return False
-    return start is None or info[1] == start
-
-
-class _Target:
-    """A process to stop: our own child (``popen``) or a recorded pid + start time."""
-
-    def __init__(self, pid: int, start: int | None, popen: subprocess.Popen | None = None) -> None:
-        self.pid, self.start, self.popen = pid, start, popen
-
-    def running(self) -> bool:
-        if self.popen is not None:
-            return self.popen.poll() is None
-        return _is_running(self.pid, self.start)
-
-    def signal(self, sig: int) -> None:
-        if self.running():
-            try:
-                os.kill(self.pid, sig)
-            except ProcessLookupError:
-                pass
-
-
-def _stop_processes(targets: list[_Target], timeout: float = STOP_TIMEOUT) -> list[int]:
-    """SIGTERM every target, wait up to ``timeout``, SIGKILL the rest; returns the pids stopped."""
-    live = [t for t in targets if t.running()]
-    for t in live:
-        t.signal(signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while any(t.running() for t in live) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    stubborn = [t for t in live if t.running()]
-    for t in stubborn:
-        log.warning("pid %d did not stop within %gs; killing it", t.pid, timeout)
-        t.signal(signal.SIGKILL)
-    deadline = time.monotonic() + 2.0
-    while any(t.running() for t in stubborn) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return [t.pid for t in live]
-
-
-def _remove_socket(path: str) -> None:
-    try:
-        if stat.S_ISSOCK(os.lstat(path).st_mode):
-            os.unlink(path)
-    except OSError:
-        pass
-
-
-def _log_tail(path: str, limit: int = 2000) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - limit))
-            text = f.read().decode("utf-8", "replace").strip()
-    except OSError:
-        return "(no log)"
-    return text or "(log is empty)"
-
-
-# --- state file ---------------------------------------------------------------------------------
-
-
-def _state_path(workdir: str) -> str:
-    return os.path.join(workdir, STATE_FILE)
-
-
-def _read_state(workdir: str) -> dict | None:
-    path = _state_path(workdir)
-    try:
-        with open(path, encoding="utf-8") as f:
-            state = json.load(f)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        raise LaunchError(f"{path}: unreadable topology state: {exc}") from None
-    if not isinstance(state, dict):
-        raise LaunchError(f"{path}: unreadable topology state: not an object")
-    return state
-
-
-def _write_state(workdir: str, state: dict) -> None:
-    path = _state_path(workdir)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(state, f, indent=2)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def _launcher_running(state: dict) -> bool:
-    launcher = state.get("launcher") or {}
-    return _is_running(launcher.get("pid"), launcher.get("start"))
-
-
-def _cleanup_recorded(state: dict, *, timeout: float = STOP_TIMEOUT) -> tuple[list[int], list[str], list[str]]:
-    """Stop the recorded node processes, delete the recorded namespaces and sockets.
-
-    Returns ``(pids stopped, namespaces deleted, problems)``."""
-    nodes = state.get("nodes") or {}
-    targets = [
-        _Target(int(info["pid"]), info.get("start"))
-        for info in nodes.values()
-        if isinstance(info, dict) and info.get("pid")
-    ]
-    stopped = _stop_processes(targets, timeout)
-    namespaces = [ns for ns in state.get("netns") or [] if isinstance(ns, str)]
-    veths = [v for v in state.get("veths") or [] if isinstance(v, str)]
-    present = set(_netns.existing_namespaces()) if namespaces and shutil.which("ip") else set()
-    problems = _netns.destroy(namespaces, veths)
-    deleted = [ns for ns in namespaces if ns in present and not any(ns in p for p in problems)]
-    for info in nodes.values():
-        if isinstance(info, dict) and info.get("socket"):
-            _remove_socket(info["socket"])
-    return stopped, deleted, problems
-
-
-def default_workdir() -> str:
-    """Where ``icnd topo up``/``down`` keep their state without ``--workdir``:
-    ``$XDG_RUNTIME_DIR/icnd-topo``, else ``/tmp/icnd-topo-$UID``."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime:
-        return os.path.join(runtime, "icnd-topo")
-    return os.path.join(tempfile.gettempdir(), f"icnd-topo-{os.getuid()}")
 
 
 # --- the handles --------------------------------------------------------------------------------
@@ -411,7 +258,7 @@ class Network:
         handle = self._handle(node)
         async with self._lock:
             if handle._proc is not None:
-                await trio.to_thread.run_sync(_stop_processes, [_Target(handle._proc.pid, None, handle._proc)])
+                await trio.to_thread.run_sync(stop_processes, [Target(handle._proc.pid, None, handle._proc)])
             self._save()
 
     async def restart(self, node: str | NodeHandle) -> None:
@@ -425,7 +272,7 @@ class Network:
         async with self._lock:
             proc = handle._proc
             if proc is not None and proc.poll() is None:  # alive
-                await trio.to_thread.run_sync(_stop_processes, [_Target(proc.pid, None, proc)])
+                await trio.to_thread.run_sync(stop_processes, [Target(proc.pid, None, proc)])
             self._spawn(handle, restart=True)
             self._save()
             await self._wait_ready(handle, trio.current_time() + self.ready_timeout)
@@ -589,14 +436,14 @@ class Network:
             "routing": self.spec.routing,
             "run_id": self.run_id,
             "ready": self._ready,
-            "launcher": {"pid": os.getpid(), "start": _proc_start(os.getpid())},
+            "launcher": {"pid": os.getpid(), "start": start_time(os.getpid())},
             "nodes": {name: h._state() for name, h in self._nodes.items()},
             "netns": self.netplan.namespace_names() if self.netplan else [],
             "veths": self.netplan.veth_names() if self.netplan else [],
         }
 
     def _save(self) -> None:
-        _write_state(self.workdir, self._state())
+        write_state(self.workdir, self._state())
 
     # --- starting ----------------------------------------------------------------------------------
     def _argv(self, handle: NodeHandle, *, restart: bool) -> list[str]:
@@ -663,9 +510,9 @@ class Network:
             handle._proc = subprocess.Popen(
                 self._argv(handle, restart=restart),
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=logf,
-                env=env, start_new_session=True, preexec_fn=_child_setup,
+                env=env, start_new_session=True, preexec_fn=child_setup,
             )
-        handle._start = _proc_start(handle._proc.pid)
+        handle._start = start_time(handle._proc.pid)
 
     async def _wait_ready(self, handle: NodeHandle, deadline: float) -> None:
         proc = handle._proc
@@ -675,12 +522,12 @@ class Network:
             if code is not None:
                 raise LaunchError(
                     f"node {handle.name} exited with code {code} while starting; "
-                    f"end of {handle.log_path}:\n{_log_tail(handle.log_path)}"
+                    f"end of {handle.log_path}:\n{log_tail(handle.log_path)}"
                 )
             if trio.current_time() >= deadline:
                 raise LaunchError(
                     f"node {handle.name} was not ready within {self.ready_timeout:g}s; "
-                    f"end of {handle.log_path}:\n{_log_tail(handle.log_path)}"
+                    f"end of {handle.log_path}:\n{log_tail(handle.log_path)}"
                 )
             status = None
             if os.path.exists(handle.socket):
@@ -892,22 +739,19 @@ class Network:
     # --- stopping ----------------------------------------------------------------------------------
     def _teardown(self) -> list[str]:
         """Stop everything, delete namespaces and sockets, forget the state (sync, idempotent)."""
-        targets = [_Target(h._proc.pid, h._start, h._proc) for h in self._nodes.values() if h._proc is not None]
-        _stop_processes(targets)
+        targets = [Target(h._proc.pid, h._start, h._proc) for h in self._nodes.values() if h._proc is not None]
+        stop_processes(targets)
         problems: list[str] = []
         if self.netplan is not None:
             problems = _netns.destroy(self.netplan.namespace_names(), self.netplan.veth_names())
         for handle in self._nodes.values():
-            _remove_socket(handle.socket)
+            remove_socket(handle.socket)
         if problems:
             self._save()  # keep the record so that `icnd topo down` can retry
             for problem in problems:
                 log.error("cleanup: %s", problem)
         else:
-            try:
-                os.unlink(_state_path(self.workdir))
-            except FileNotFoundError:
-                pass
+            remove_state(self.workdir)
         return problems
 
 
@@ -924,25 +768,25 @@ def _as_spec(spec_or_path: TopologySpec | str | os.PathLike[str]) -> TopologySpe
 
 def _prepare_workdir(workdir: str, spec: TopologySpec, *, clean: bool) -> None:
     os.makedirs(workdir, exist_ok=True)
-    state = _read_state(workdir)
+    state = read_state(workdir)
     if state is not None:
-        if _launcher_running(state):
+        if launcher_running(state):
             pid = (state.get("launcher") or {}).get("pid")
             raise LaunchError(
                 f"a topology is already running in {workdir} (launcher pid {pid}); "
                 f"stop it first with `icnd topo down --workdir {workdir}`"
             )
-        log.warning("%s: cleaning up after a launcher that is gone", _state_path(workdir))
-        _, _, problems = _cleanup_recorded(state)
+        log.warning("%s: cleaning up after a launcher that is gone", state_path(workdir))
+        _, _, problems = cleanup_recorded(state)
         if problems:
             raise LaunchError(f"cannot clean up the previous topology in {workdir}: {'; '.join(problems)}")
-        os.unlink(_state_path(workdir))
+        os.unlink(state_path(workdir))
     for name in spec.nodes:
         sock = os.path.join(workdir, f"{name}.sock")
         if len(os.fsencode(sock)) > MAX_SOCKET_PATH:
             raise LaunchError(f"socket path {sock} is longer than {MAX_SOCKET_PATH} bytes; use a shorter workdir")
         if clean:
-            _remove_socket(sock)
+            remove_socket(sock)
             for path in (os.path.join(workdir, f"{name}.log"),):
                 try:
                     os.unlink(path)
@@ -995,39 +839,12 @@ async def launch(
                 finally:
                     net._closing.set()  # closes the clients handed out by connect()
         except BaseExceptionGroup as group:
-            raise unwrap(group) from None
+            raise lone(group) from None
     finally:
         with trio.CancelScope(shield=True):
             problems = await trio.to_thread.run_sync(net._teardown)
         if owned and not problems:
             shutil.rmtree(wd, ignore_errors=True)
-
-
-# --- command line helpers (icnd topo up / down) ----------------------------------------------------------
-
-
-def _describe_mode(net: Network) -> str:
-    mode = "network namespaces" if net.netns else "processes on loopback"
-    if net.link_state:
-        took = f", converged in {net.converged_s:.1f}s" if net.converged_s is not None else ""
-        return f"{mode}, link-state routing (nodes started with their neighbours only{took})"
-    return f"{mode}, static routes derived from the graph"
-
-
-def _print_ready(net: Network, out: TextIO) -> None:
-    print(
-        f"topology {net.spec.source}: {len(net.nodes)} nodes, {len(net.spec.links)} links, "
-        f"{_describe_mode(net)} (workdir {net.workdir})",
-        file=out,
-    )
-    rows = [
-        (h.name, h.socket, h.udp_uri, h.tcp_uri, f"pid {h.pid}") + ((f"netns {h.netns}",) if h.netns else ())
-        for h in net.nodes.values()
-    ]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))] if rows else []
-    for row in rows:
-        print("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip(), file=out)
-    print(f"ready; Ctrl-C (or `icnd topo down --workdir {net.workdir}`) stops it", file=out, flush=True)
 
 
 async def topo_up(
@@ -1057,56 +874,3 @@ async def topo_up(
                 if ready_callback is not None:
                     ready_callback(net)
                 await trio.sleep_forever()
-
-
-def _error(message: str) -> None:
-    print(f"icnd: error: {message}", file=sys.stderr, flush=True)
-
-
-def topo_down(workdir: str | os.PathLike[str] | None = None, *, timeout: float = 30.0) -> int:
-    """``icnd topo down [--workdir DIR]``: stop the topology recorded in ``workdir``.
-
-    A live launcher is asked to tear down (SIGTERM) and waited for; what a dead
-    launcher left behind (node processes, namespaces, sockets, the state
-    file) is removed here, by the recorded pids and names only.  Idempotent:
-    with nothing running it says so and returns 0.  Returns 1 if something
-    could not be removed."""
-    wd = os.path.abspath(os.fspath(workdir)) if workdir is not None else default_workdir()
-    try:
-        state = _read_state(wd)
-    except LaunchError as exc:
-        _error(str(exc))
-        return 1
-    if state is None:
-        print(f"icnd: no topology is running in {wd} (no {STATE_FILE})", file=sys.stderr, flush=True)
-        return 0
-    launcher = state.get("launcher") or {}
-    pid = launcher.get("pid")
-    if pid and pid != os.getpid() and _launcher_running(state):  # (no pid: nothing running)
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while _launcher_running(state) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if _launcher_running(state):
-            print(f"icnd: launcher pid {pid} did not stop within {timeout:g}s; killing it", file=sys.stderr)
-            _Target(pid, launcher.get("start")).signal(signal.SIGKILL)
-            time.sleep(0.2)
-        try:
-            state = _read_state(wd)
-        except LaunchError:
-            pass
-        if state is None:
-            print(f"stopped the topology in {wd} (launcher pid {pid})", flush=True)
-            return 0
-    stopped, deleted, problems = _cleanup_recorded(state)
-    what = [f"{len(stopped)} node process(es)"] + ([f"{len(deleted)} namespace(s)"] if deleted else [])
-    print(f"cleaned up after the launcher of {wd}: stopped {', '.join(what)}", flush=True)
-    if problems:
-        for problem in problems:
-            _error(problem)
-        return 1
-    try:
-        os.unlink(_state_path(wd))
-    except FileNotFoundError:
-        pass
-    return 0

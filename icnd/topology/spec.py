@@ -489,7 +489,7 @@ class _Parser:
                 raise self.error(f"{entry}.cost", f"must be an integer >= 1, got {cost!r}")
             # a link with a bandwidth limit defaults to TCP: icnd's UDP faces send a large Data's
             # fragments as one burst, which a shaper (tbf under --netns) drops past its queue, and
-            # nothing paces them; TCP's congestion control paces to the limit (issue #19)
+            # nothing paces them; TCP's congestion control paces to the limit
             transport = body.get("transport", "tcp" if params.bandwidth_mbps > 0 else TRANSPORTS[0])
             if transport not in TRANSPORTS:
                 raise self.error(

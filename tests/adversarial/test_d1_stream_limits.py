@@ -56,14 +56,13 @@ async def _peer_closed(sock: trio.socket.SocketType) -> bool:
     return False
 
 
-async def test_a_frame_header_alone_does_not_allocate_the_announced_size(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+async def test_a_frame_header_alone_does_not_allocate_the_announced_size() -> None:
     # Frames may get their announced size at once only from a bounded budget
     # shared by all faces (here: two frames' worth); past it, buffers follow the
     # bytes received.
     budget = stream.ByteBudget(2 * (ANNOUNCED + 64))  # a frame's own size; the header is not counted in ANNOUNCED
-    monkeypatch.setattr(stream, "EAGER_FRAMES", budget)
     faces: list[Face] = []
-    listener = await open_stream_listener("tcp://127.0.0.1:0", on_new_face=faces.append)
+    listener = await open_stream_listener("tcp://127.0.0.1:0", on_new_face=faces.append, eager_frames=budget)
     n = 8
     tracemalloc.start()
     try:
@@ -91,17 +90,16 @@ async def test_a_frame_header_alone_does_not_allocate_the_announced_size(monkeyp
         await listener.aclose()
 
 
-async def test_a_face_holding_a_large_buffer_keeps_it_counted_when_the_budget_is_short(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+async def test_a_face_holding_a_large_buffer_keeps_it_counted_when_the_budget_is_short() -> None:
     # A face whose buffer was sized for one large frame, asked for a larger one
     # the budget cannot cover, keeps its share: the buffer it goes on holding
-    # stays counted (issue #18 review: it used to give the share back first).
+    # stays counted (it must not give the share back before it lets the buffer go).
     mib = 1024 * 1024
     budget = stream.ByteBudget(3 * mib)
     assert budget.take(mib // 2)  # another face's share
-    monkeypatch.setattr(stream, "EAGER_FRAMES", budget)
     faces: list[Face] = []
     got: list[int] = []
-    listener = await open_stream_listener("tcp://127.0.0.1:0", on_new_face=faces.append)
+    listener = await open_stream_listener("tcp://127.0.0.1:0", on_new_face=faces.append, eager_frames=budget)
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(listener.run)

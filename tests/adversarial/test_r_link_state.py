@@ -21,7 +21,8 @@ from icnd.daemon.routing import routing_verifier
 from icnd.name import Name
 from icnd.packet import Data, Interest
 from icnd.security import Ed25519Key, make_data
-from icnd.trust import Schema, Validator, issue, save_certificate, self_signed
+from icnd.keyfiles import load_schema, save_certificate
+from icnd.trust import Validator, issue, self_signed
 from tests.core.routing_net import Net, accept_all, bring_up, digest_sign, hello_answer, hellos_on
 
 T = 1_800_000_000.0
@@ -31,12 +32,12 @@ def keyed(name: str, validator: Validator | None = None, key: Ed25519Key | None 
           cert_data: Data | None = None) -> dict[str, Any]:
     """Router arguments for node `name` signing with a real key (its own, unless given) and verifying as a node does."""
     key = key or Ed25519Key.generate(Name(f"/node/{name}"))
-    cert = cert_data if cert_data is not None else self_signed(key).data
+    cert = cert_data if cert_data is not None else self_signed(key, now=T).data
 
     def sign(n: Name, content: bytes) -> Data:
         return make_data(n, content, key=key)
 
-    return {"sign": sign, "verify": routing_verifier(validator or Validator()), "certs": (encode(cert),)}
+    return {"sign": sign, "verify": routing_verifier(validator or Validator(clock=lambda: T)), "certs": (encode(cert),)}
 
 
 def fetch_answer(r: Router, face: int, records: list[bytes], now: float) -> None:
@@ -157,7 +158,7 @@ def test_r10_with_a_schema_a_certified_neighbour_cannot_claim_another_name(tmp_p
         'anchors = ["anchor.cert"]\n'
         '[[rule]]\nname = "nodes"\ndata = "/node/<n>/<**>"\nsigner = "/node/<n>/KEY/<*>"\n'
         '[[rule]]\nname = "node-certs"\ndata = "/node/<n>/KEY/<**>"\nsigner = "/net/KEY/<*>"\n')
-    schema = Schema.load(tmp_path / "schema.toml")
+    schema = load_schema(tmp_path / "schema.toml")
 
     def node(n: str) -> dict[str, Any]:
         key = Ed25519Key.generate(Name(f"/node/{n}"))

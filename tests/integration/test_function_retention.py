@@ -26,12 +26,12 @@ async def test_results_are_kept_for_the_retention_time_then_gone() -> None:
         async with icnd.connect(net.nodes["a"].socket, key=key, cert=self_signed(key)) as host_client, \
                 host_client.host({"/fn/double": slow_double}, retention=1.0) as host:
             assert await caller.call("/fn/double", 21, timeout=10) == 42
-            (thunk_id,) = host._jobs  # the one job, retained
+            (thunk_id,) = host.results  # the one job, retained
             thunk = host.thunk_prefix.append(thunk_id)
             kept = await caller.fetch(thunk, can_be_prefix=True, must_be_fresh=True)
             assert kept.name[: len(thunk)] == thunk
             await trio.sleep(1.5)
-            assert host._jobs == {} and not host._retained
+            assert len(host.results) == 0 and not host.results.retained
             with pytest.raises(icnd.RemoteError, match="no longer kept") as err:
                 await caller.fetch(thunk, can_be_prefix=True, must_be_fresh=True)
             assert err.value.code == "gone"

@@ -187,6 +187,10 @@ async def test_forged_or_stale_session_proofs_are_refused(net, monkeypatch) -> N
     from icnd.compute.values import encode_value
 
     c = await net.connect("client")
+    # every call of this test to one host (the one holding the session): best-route, not load-balance,
+    # whose probes may send a call to the other host, which has no session
+    for node in ("client", "r"):
+        await (await net.connect(node)).command("strategy", "set", prefix="/fn/counted", strategy="best-route")
     assert await c.call("/fn/counted", 3) == 6  # establishes a session
     (session,) = c.caller.sessions.for_call(icnd.Name("/fn/counted"))
     before = await _fn_counters(net, "h1", "h2")

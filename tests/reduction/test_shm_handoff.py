@@ -35,7 +35,7 @@ MIB = 1 << 20
 @pytest.fixture
 def daemon():
     with short_tempdir() as workdir:
-        d = Daemon(workdir, "--name", "/node/a", "--group", "g=a", name="a")
+        d = Daemon(workdir, "--name", "/node/a", "--listen", "udp://127.0.0.1:0", "--group", "g=a", name="a")
         try:
             d.wait_ready()
             yield d

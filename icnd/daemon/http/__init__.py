@@ -14,6 +14,9 @@
 - `metrics`: a `prometheus_client` collector reading the same report at
   scrape time (per-face series for at most `metrics.MAX_FACE_SERIES` faces).
 
+All of it reads the node through `icnd.daemon.status.StatusView`: its status
+report and the few tables it lists, never the node itself.
+
 Nothing here is imported by the node unless ``--http`` is given, and nothing
 here decides anything about forwarding.
 """

@@ -9,8 +9,8 @@ Names (docs/management.md#http-status-page-and-metrics lists them):
   `MAX_FACE_SERIES` faces (the lowest ids: the neighbours' and the first
   applications'); the faces beyond are summed into one series
   ``{face="other", uri=""}`` (there ``icnd_face_up`` counts those up), so a
-  scrape has a bounded size whatever faces peers make (issue #26, H1: one
-  UDP packet per source port makes a face);
+  scrape has a bounded size whatever faces peers make (one UDP packet per
+  source port makes a face);
 - with routing, ``icnd_routing_neighbor_up{neighbor, uri}``;
 - each hosted function's ``icnd_function_calls_total{function}``,
   ``icnd_function_load{function}`` and ``icnd_function_capacity{function}``;
@@ -45,7 +45,7 @@ from icnd.daemon.http.page import neighbor_rows
 from icnd.faces import Face, FaceCounters, PermanentFace
 
 if TYPE_CHECKING:
-    from icnd.daemon.node import Node
+    from icnd.daemon.status import StatusView
 
 PREFIX = "icnd_"
 MAX_FACE_SERIES = 256  # faces with series of their own; the rest are summed into face="other"
@@ -69,7 +69,7 @@ def _number(value: Any) -> bool:
 class NodeCollector(Collector):
     """The node's metrics (module docstring): `read` on the node's loop, `families` anywhere."""
 
-    def __init__(self, node: Node) -> None:
+    def __init__(self, node: StatusView) -> None:
         self.node = node
 
     def collect(self) -> Iterator[Metric]:
@@ -88,14 +88,14 @@ class NodeCollector(Collector):
             down = sum(1 for face in rest if isinstance(face, PermanentFace) and face.state != "up")
             other = (len(rest) - down, tuple(map(sum, zip(*map(_counter_values, map(_face_counters, rest))))))
         functions = []
-        host = node.function_host
+        host = node.functions.host
         if host is not None:
             per_prefix = host.load()
             for f in host.functions:
                 functions.append((f.prefix.to_uri(), host.calls.get(f.prefix, 0), *per_prefix.get(f.prefix, (0, 0))))
         return {
             "status": node.status(), "faces": shown, "other_faces": other, "functions": functions,
-            "neighbors": None if node.routing is None else neighbor_rows(node.routing.router, MAX_NEIGHBOR_SERIES),
+            "neighbors": None if node.router is None else neighbor_rows(node.router, MAX_NEIGHBOR_SERIES),
         }
 
 

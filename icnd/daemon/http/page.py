@@ -8,7 +8,8 @@ manager's `FaceManager.info` (``face/list``), the route manager's
 and the functions local applications report hosting (``function/report``)
 -- so the page never disagrees with the CLI.
 
-Bounded (issue #26, H1): `snapshot` runs on the node's loop, so it reads
+Bounded, since peers decide how many faces and routes a node has:
+`snapshot` runs on the node's loop, so it reads
 each table through at most `MAX_ROWS` of its entries, in the table's own
 order (the first faces, routes, ... the node has), shown sorted; it never
 sorts, copies or walks the faces, the routes, the neighbours or the
@@ -47,7 +48,7 @@ from icnd.daemon.mgmt.routes import RouteManager
 
 if TYPE_CHECKING:
     from icnd.core.routing.router import Router
-    from icnd.daemon.node import Node
+    from icnd.daemon.status import StatusView
 
 MAX_ROWS = 200  # rows per table on the page
 REFRESH_S = 5  # the page reloads itself this often
@@ -75,9 +76,9 @@ def status_json(status: dict[str, Any]) -> str:
     return json.dumps(status, indent=2, sort_keys=True)
 
 
-def snapshot(node: Node) -> dict[str, Any]:
+def snapshot(node: StatusView) -> dict[str, Any]:
     """Everything the page shows, as plain values: bounded work on the node's loop (module docstring)."""
-    rib = node.fw.rib
+    rib = node.rib
     routes = RouteManager(rib, node.faces)
     # the RIB iterates its routes prefix by prefix: the first MAX_ROWS prefixes, each with its routes
     prefixes = [sorted(same, key=Route.sort_key) for _, same in islice(groupby(rib, key=_route_key), MAX_ROWS)]
@@ -85,21 +86,21 @@ def snapshot(node: Node) -> dict[str, Any]:
     face_info = FaceManager(node.faces).info
     functions, functions_total = function_rows(node, MAX_ROWS)
     reductions = [{"name": entry.name.to_uri(), "children": len(entry.children), "pending": len(entry.pending())}
-                  for entry in islice(node.aggregator.entries.values(), MAX_ROWS)]
+                  for entry in islice(node.reductions.values(), MAX_ROWS)]
     view: dict[str, Any] = {
         "status": node.status(),
         # the face table's dict holds faces in id order (ids only grow); iterating the table would sort it all
         "faces": [face_info(face) for face in islice(node.faces.faces.values(), MAX_ROWS)],
         "faces_total": len(node.faces),
         "routes": [routes.row(same) for same in prefixes],
-        "routes_total": len(node.fw.fib),  # one FIB entry per routed prefix: the RIB alone writes the FIB
-        "routing": routing_view(node.routing.router if node.routing is not None else None),
+        "routes_total": len(node.fib),  # one FIB entry per routed prefix: the RIB alone writes the FIB
+        "routing": routing_view(node.router),
         "functions": functions,
         "functions_total": functions_total,
         "reductions": reductions,
-        "reductions_total": len(node.aggregator.entries),
-        "groups": [desc.info() for desc in islice(node.reduction.groups.groups(), MAX_ROWS)],
-        "groups_total": len(node.reduction.groups),
+        "reductions_total": len(node.reductions),
+        "groups": [desc.info() for desc in islice(node.groups.groups(), MAX_ROWS)],
+        "groups_total": len(node.groups),
     }
     view["truncated"] = any(len(view[table]) < view[f"{table}_total"]
                             for table in ("faces", "routes", "functions", "reductions", "groups"))
@@ -124,11 +125,11 @@ def neighbor_rows(router: Router, limit: int) -> list[dict[str, Any]]:
     } for nb in sorted(islice(router.neighbors.values(), limit), key=attrgetter("face"))]
 
 
-def function_rows(node: Node, limit: int) -> tuple[list[dict[str, Any]], int]:
+def function_rows(node: StatusView, limit: int) -> tuple[list[dict[str, Any]], int]:
     """The first `limit` hosted functions, and how many there are: the node's own
     (``--function``), then those local applications report hosting (``Client.host``,
     `icnd.daemon.mgmt.functions`) in the order they first reported."""
-    host = node.function_host
+    host = node.functions.host
     own = host.functions if host is not None else []
     reported = list(islice(node.function_reports, max(0, limit - len(own))))
     rows = []

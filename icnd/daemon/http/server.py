@@ -42,7 +42,7 @@ import socket
 import time
 from collections import deque
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import trio
 from hypercorn.config import Config
@@ -60,7 +60,7 @@ from icnd.daemon.http.metrics import NodeCollector, exposition
 from icnd.daemon.http.page import Sample, render_page, snapshot, status_json
 
 if TYPE_CHECKING:
-    from icnd.daemon.node import Node
+    from icnd.daemon.status import StatusView
 
 log = logging.getLogger("icnd.http")
 # hypercorn's own messages: its warnings and errors, not its banner ("Running on ... CTRL + C to quit")
@@ -92,8 +92,8 @@ _SECURITY_HEADERS: list[tuple[bytes, bytes]] = [
 class StatusServer:
     """The status page, ``/status.json`` and ``/metrics`` of one node (see the module docstring)."""
 
-    def __init__(self, node: Node, host: str, port: int) -> None:
-        self.node = node
+    def __init__(self, node: StatusView, host: str, port: int) -> None:
+        self.node = node  # what the pages read of the node, and nothing else
         self.host = host
         self.port = port
         self.samples: deque[Sample] = deque(maxlen=SAMPLES)

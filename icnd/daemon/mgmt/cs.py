@@ -50,7 +50,8 @@ class CsManager:
     async def evict(self, face: Face, args: dict[str, Any]) -> Any:
         """Remove the one Data whose full name (ending in its implicit digest) is
         `name`: what a local consumer asks for a Data that failed its
-        verification, so that its retry goes past this cache [issue #15, D8]."""
+        verification, so that its retry goes past this cache (a cache never keeps answering with a
+        Data its consumers refuse)."""
         name = name_arg(arg(args, "name", str))
         comps = name.comps
         if not comps or comps[-1][0] != T_DIGEST:

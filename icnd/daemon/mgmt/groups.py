@@ -12,12 +12,11 @@ from icnd.errors import CommandError
 from icnd.faces import Face
 from icnd.packet import Data, SigType
 from icnd.reduction.contrib import ReductionError
-from icnd.reduction.group import GroupDescriptor, contrib_name
+from icnd.reduction.group import GroupDescriptor, contribution_data
 from icnd.reduction.service import ReductionService
 
 
 MAX_SEGMENTS = 1 << 20  # segment indices are < 2^20 (icnd.reduction.group)
-CONTRIB_FRESHNESS_MS = 60_000
 
 
 class GroupManager:
@@ -85,7 +84,7 @@ class GroupManager:
     @takes_fd
     async def contribute_shm(self, face: Face, args: dict[str, Any], passed: PassedFd) -> Any:
         """A whole contribution in one sealed shared-memory segment, whose
-        descriptor came with this command (issue #18, `icnd.faces.shm`):
+        descriptor came with this command (`icnd.faces.shm`):
         ``segments`` = ``[[offset, length], ...]``, segment s's content
         (`icnd.reduction.segment` format) at ``offset``, back to back from 0
         to ``size`` (the memory file's size), so the store accounts for all
@@ -115,8 +114,8 @@ class GroupManager:
         node = self.service.node_id
         added = 0
         for s, (offset, length) in enumerate(spans):
-            data = Data(contrib_name(node, member, group, rnd, s), view[offset:offset + length],
-                        freshness_ms=CONTRIB_FRESHNESS_MS, sig_type=SigType.PER_HOP)
+            data = contribution_data(node, member, group, rnd, s, view[offset:offset + length],
+                                     sig_type=SigType.PER_HOP)
             try:
                 added += self.service.contribute(data)
             except ReductionError as exc:  # (segments before this one stay, as with `contribute`)

@@ -133,7 +133,7 @@ class ObjectManager:
     @takes_fd
     async def append_shm(self, face: Face, args: dict[str, Any], passed: PassedFd) -> Any:
         """All of an upload's bytes at once, in a sealed memory file whose
-        descriptor came with this command (issue #18, `icnd.faces.shm`):
+        descriptor came with this command (`icnd.faces.shm`):
         stored and hashed as `append` would, a chunk at a time with a
         checkpoint between chunks (so forwarding goes on meanwhile).  The
         upload and the size are checked before the file is mapped; refusals
@@ -167,7 +167,7 @@ class ObjectManager:
 
     async def read_shm(self, face: Face, args: dict[str, Any]) -> Any:
         """A committed object stored here, handed to a local client without
-        crossing the socket (issue #18): the reply carries a read-only
+        crossing the socket (`icnd.faces.shm`): the reply carries a read-only
         descriptor of the object's file, which the store never changes once
         committed; the client maps it, copies it out and checks every
         segment against the manifest it verified, as on the network path.
