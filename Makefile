@@ -15,10 +15,15 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 # Types (mypy, [tool.mypy]) and the layering (import-linter, [tool.importlinter]) are
 # checked before the tests run; either failing fails `make test`.
+# The tests run on every core (pytest-xdist): one worker per core, each test file whole on
+# one worker (--dist loadfile), so a module's fixtures are made once and its tests keep
+# their order; daemons pick free ports and every test works in its own tmp_path.
+# PYTEST_WORKERS=0 runs them in this process, one after the other.
+PYTEST_WORKERS ?= auto
 test: $(STAMP) chromium
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
 # Debian's chromium for the status page's browser test (tests/integration/test_status_page_browser.py):
 # installed only as root and only if missing; never fatal (the test then skips, saying why).
@@ -31,12 +36,13 @@ chromium:
 	    || echo "make test: installing chromium failed: the browser test will be skipped" >&2; \
 	fi
 
-# The attacks of issue 15 at full size against a real daemon (tests/adversarial/test_fullsize.py, marker
-# `fullsize`; minutes, not seconds), and issue 26's routing fuzzer at full size
+# The attacks at full size (marker `fullsize`; minutes, not seconds): against a real daemon
+# (tests/adversarial/test_fullsize.py), link-state floods against the router
+# (tests/adversarial/test_r_fullsize.py), and the routing fuzzer at full size
 # (tests/property/test_routing_fuzz.py, ICND_FUZZ_MESSAGES): each prints a `FULLSIZE {...}` line.
 test-adversarial: $(STAMP)
 	$(BIN)/python -m pytest -q -s -p no:cacheprovider -m fullsize tests/adversarial/test_fullsize.py \
-	    tests/property/test_routing_fuzz.py
+	    tests/adversarial/test_r_fullsize.py tests/property/test_routing_fuzz.py
 
 # The demo needs the package alone (no test extras): its own stamp, installed quietly.
 DEMO_STAMP := $(VENV)/.installed-demo

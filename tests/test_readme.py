@@ -74,7 +74,8 @@ class Shell:
                                      text=True, start_new_session=True)
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.output: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
         self._send("set -e\n")
 
     def _read(self) -> None:
@@ -117,6 +118,7 @@ class Shell:
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+        self._reader.join(5)  # it ends at the output's end: closing the pipe under it would fail its read
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
                 stream.close()
