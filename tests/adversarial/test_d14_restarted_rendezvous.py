@@ -28,7 +28,7 @@ from icnd.packet import Data, Interest
 from icnd.reduction import consumer
 from icnd.reduction.group import GroupDescriptor
 from icnd.reduction.segment import SegmentMeta, pack
-from tests.adversarial.test_d8_poisoned_cache import FakeNodeEndpoint
+from tests.fakes import FakeNodeEndpoint
 
 OLD_KEY = Name("/node/r/KEY/old-key!")
 NEW_KEY = Name("/node/r/KEY/new-key!")

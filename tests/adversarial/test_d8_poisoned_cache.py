@@ -13,11 +13,9 @@ Sans-IO: a fake endpoint whose "node" is a real ContentStore behind the real
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 from pathlib import Path
-from typing import Any, Callable, Iterator
 
 import pytest
 import trio
@@ -26,74 +24,14 @@ from icnd import Name
 from icnd.codec import full_name
 from icnd.core.tables.cs import ContentStore
 from icnd.daemon.mgmt.cs import CsManager
-from icnd.errors import CommandError, Error, Timeout, VerificationError
+from icnd.errors import Error, VerificationError
 from icnd.objects import fetch as fetch_mod
 from icnd.objects.manifest import Manifest, segment_index
 from icnd.packet import ContentType, Data, Interest
 from icnd.security import Ed25519Key
+from tests.fakes import FakeNodeEndpoint
 
 HOUR_MS = 3_600_000
-
-
-class FakeNodeEndpoint:
-    """A local application's view of a node: its CS answers first, then `upstream`."""
-
-    key = None
-
-    def __init__(self, upstream: Callable[[Interest], Data | None], good: Callable[[Data], bool]) -> None:
-        self.cs = ContentStore(1 << 20)
-        self.mgr = CsManager(self.cs)
-        self.upstream = upstream
-        self.good = good
-        self.counters: dict[str, int] = {}
-        self.upstream_asked = 0
-        self.streams: dict[tuple[bytes, ...], Callable[[Data], None]] = {}
-
-    def passes_fds(self) -> bool:  # not a local Unix connection: no shared memory
-        return False
-
-    async def express(self, interest: Interest, *, timeout: float = 4.0, retx: float | None = 1.0) -> Data:
-        now = trio.current_time()
-        hit = self.cs.lookup(interest, now)
-        if hit is not None:
-            return hit
-        self.upstream_asked += 1
-        data = self.upstream(interest)
-        if data is None:
-            raise Timeout(f"no answer for {interest.name}")
-        self.cs.insert(data, now)
-        return data
-
-    def send(self, interest: Interest) -> None:  # a segment pipeline's Interests: answered at once
-        now = trio.current_time()
-        data = self.cs.lookup(interest, now)
-        if data is None:
-            self.upstream_asked += 1
-            data = self.upstream(interest)
-            if data is None:
-                return
-            self.cs.insert(data, now)
-        for prefix, on_packet in self.streams.items():
-            if data.name.comps[:-1] == prefix:
-                on_packet(data)
-
-    @contextlib.contextmanager
-    def stream(self, prefix: Name, on_packet: Callable[[Data], None]) -> Iterator[None]:
-        self.streams[prefix.comps] = on_packet
-        try:
-            yield
-        finally:
-            del self.streams[prefix.comps]
-
-    async def verify(self, data: Data, *, timeout: float = 4.0) -> None:
-        if not self.good(data):
-            raise VerificationError(f"{data.name}: bad signature")
-
-    async def command(self, module: str, verb: str, *, timeout: float = 10.0, **args: Any) -> Any:
-        handler = self.mgr.commands().get((module, verb))
-        if handler is None:
-            raise CommandError(404, f"no command {module} {verb}")
-        return await handler(None, args)  # type: ignore[arg-type]
 
 
 def _good(data: Data) -> bool:

@@ -22,7 +22,7 @@ from icnd.core.routing.router import Router, RouterConfig
 from icnd.name import Name
 from icnd.security import make_data
 from tests.adversarial.test_r_link_state import fetch_answer, record
-from tests.core.routing_net import accept_all, bring_up, digest_sign
+from tests.core.routing.routing_net import accept_all, bring_up, digest_sign
 
 pytestmark = pytest.mark.fullsize
 

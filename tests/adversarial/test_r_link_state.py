@@ -23,7 +23,7 @@ from icnd.packet import Data, Interest
 from icnd.security import Ed25519Key, make_data
 from icnd.keyfiles import load_schema, save_certificate
 from icnd.trust import Validator, issue, self_signed
-from tests.core.routing_net import Net, accept_all, bring_up, digest_sign, hello_answer, hellos_on
+from tests.core.routing.routing_net import Net, accept_all, bring_up, digest_sign, hello_answer, hellos_on
 
 T = 1_800_000_000.0
 

@@ -37,7 +37,7 @@ from icnd.objects.store import ObjectStore
 from icnd.packet import Data, Interest, Nack
 from icnd.security import Ed25519Key
 from tests.cli.conftest import READY_TIMEOUT, FakeNode
-from tests.test_objects import _StoreEndpoint, upload
+from tests.fakes import StoreEndpoint, upload
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -430,7 +430,7 @@ def test_keygen_and_cert_json(tmp_path) -> None:
     assert cert["certificate"].startswith(made["key"] + "/self/") and cert["file"] == str(tmp_path / "k.cert")
 
 
-class _CorruptOnce(_StoreEndpoint):
+class _CorruptOnce(StoreEndpoint):
     """The first copy of each segment in `corrupt` arrives damaged, the next ones whole."""
 
     def _answer(self, interest: Interest) -> Data | Nack:

@@ -2,7 +2,7 @@
 function host reports its capacity and load to its node (``routing/load``),
 which announces them with the prefix; a neighbour sees them in its
 link-state database.  Real daemons a — b linked only by ``--neighbor``;
-the strategy's use of the figures is tests/core/test_load_balance.py, the
+the strategy's use of the figures is tests/core/fw/test_load_balance.py, the
 whole effect bench/anycast.py."""
 
 from __future__ import annotations

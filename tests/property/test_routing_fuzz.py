@@ -31,7 +31,7 @@ from icnd.core.routing.router import ROUTING_PREFIX, RouteUpdate, Router, Router
 from icnd.name import Name
 from icnd.packet import Data, Interest, SigType
 from icnd.security import Ed25519Key, make_data
-from tests.core.routing_net import bring_up
+from tests.core.routing.routing_net import bring_up
 
 NAMES = ["/node/a", "/node/b", "/node/c", "/%ZZ", "nope", "/", "/a//b", "/<svg>", "/" + "x" * 600, "/node/b/%00",
          "/fn/f", "/v=3", "/seg=1"]

@@ -21,7 +21,7 @@ from icnd.reduction import consumer
 from icnd.reduction.group import GroupDescriptor
 from icnd.reduction.segment import SegmentMeta, pack
 from icnd.security import Ed25519Key, KeyChain
-from tests.adversarial.test_d8_poisoned_cache import FakeNodeEndpoint
+from tests.fakes import FakeNodeEndpoint
 
 KEY = Ed25519Key.generate(Name("/node/r"))
 CHAIN = KeyChain()

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from contextlib import contextmanager
-from typing import Any, Iterator
 
 import pytest
 from hypothesis import given, settings
@@ -13,12 +11,9 @@ from hypothesis import strategies as st
 
 from icnd import (
     ContentType,
-    Data,
     DecodeError,
     Interest,
     Nack,
-    Nacked,
-    NackReason,
     Name,
     NotFound,
     VerificationError,
@@ -34,11 +29,11 @@ from icnd.objects.manifest import (
     check_sizes,
     parse_versioned,
     segment_count,
-    segment_index,
 )
 from icnd.objects.store import ObjectStore, ObjectStoreError
 from icnd.rtt import RttEstimator
 from icnd.security import Ed25519Key, KeyChain
+from tests.fakes import StoreEndpoint, upload
 
 
 def manifest_for(blob: bytes, segment_size: int, name: str = "/obj", version: int = 7) -> Manifest:
@@ -99,13 +94,6 @@ def test_segment_builder_matches_the_codec(size: int) -> None:
                                      data.final_block_id, data.sig_type, None, data.sig_value)) == data.wire
         KeyChain().verify(decode(data.wire))
         assert data.final_block_id == m.segment_name(m.segments - 1).comps[-1]
-
-
-def upload(store: ObjectStore, name: str, blob: bytes, segment_size: int, chunk: int, key) -> Manifest:
-    uid = store.begin(Name(name), len(blob), segment_size, 60_000)
-    for offset in range(0, len(blob), chunk):
-        store.append(uid, offset, blob[offset:offset + chunk])
-    return store.commit(uid, key)
 
 
 @pytest.mark.parametrize("chunk", [1000, 1024, 3000, 10_000])
@@ -210,58 +198,12 @@ def test_congestion_window_aimd() -> None:
     assert w.size == 2
 
 
-class _StoreEndpoint:
-    """An `icnd.endpoint.Endpoint` over an `ObjectStore`, in memory: what the
-    fetch pipeline needs, without a client or a node (`corrupt`: segment
-    indexes whose content arrives damaged)."""
-
-    def __init__(self, store: ObjectStore, key: Ed25519Key, corrupt: frozenset[int] = frozenset()) -> None:
-        self.store, self.corrupt, self.key = store, corrupt, None
-        self.chain = KeyChain()
-        self.chain.add_trusted(key.name, key.verify_key())
-        self.streams: dict[tuple[bytes, ...], Any] = {}
-        self.sent = 0
-
-    def _answer(self, interest: Interest) -> Data | Nack:
-        data = self.store.lookup(interest)
-        if data is None:
-            return Nack.for_interest(interest, NackReason.NO_ROUTE)
-        index = segment_index(data.name.comps[-1])
-        if index in self.corrupt:
-            data = Data(data.name, b"\xff" * len(data.content), freshness_ms=data.freshness_ms)
-        return decode(encode(data))  # type: ignore[return-value]
-
-    def send(self, packet: Interest) -> None:
-        self.sent += 1
-        self.streams[packet.name.comps[:-1]](self._answer(packet))
-
-    def passes_fds(self) -> bool:  # not a local Unix connection: no shared memory
-        return False
-
-    async def express(self, interest: Interest, **_: Any) -> Data:
-        answer = self._answer(interest)
-        if isinstance(answer, Nack):
-            raise Nacked(answer.reason.label)
-        return answer
-
-    async def verify(self, data: Data, **_: Any) -> None:
-        self.chain.verify(data)
-
-    @contextmanager
-    def stream(self, prefix: Name, on_packet: Any) -> Iterator[None]:
-        self.streams[prefix.comps] = on_packet
-        try:
-            yield
-        finally:
-            del self.streams[prefix.comps]
-
-
 async def test_fetch_pipeline_through_any_endpoint(tmp_path) -> None:
     key = Ed25519Key.generate(Name("/node/t"))
     blob = os.urandom(9 * 1024 + 3)
     store = ObjectStore(str(tmp_path), 1 << 20)
     m = upload(store, "/files/b", blob, 1024, 4096, key)
-    ep = _StoreEndpoint(store, key)
+    ep = StoreEndpoint(store, key)
     seen: list[tuple[int, int]] = []
     fetched = await fetch_object(ep, "/files/b", progress=lambda done, total: seen.append((done, total)))  # type: ignore[arg-type]
     assert fetched == blob
@@ -271,7 +213,7 @@ async def test_fetch_pipeline_through_any_endpoint(tmp_path) -> None:
     with pytest.raises(NotFound, match="no such object: nobody serves it"):  # after waiting for a route
         await fetch_object(ep, "/files/nothing", timeout=0.3)  # type: ignore[arg-type]
     # a segment that never matches the manifest: refused after MAX_CORRUPT_ATTEMPTS copies, named
-    bad = _StoreEndpoint(store, key, corrupt=frozenset({3}))
+    bad = StoreEndpoint(store, key, corrupt=frozenset({3}))
     with pytest.raises(VerificationError, match="seg=3: content does not match"):
         await fetch_object(bad, "/files/b")  # type: ignore[arg-type]
     assert bad.sent == m.segments - 1 + MAX_CORRUPT_ATTEMPTS

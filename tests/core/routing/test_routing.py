@@ -18,7 +18,7 @@ from icnd.security import make_data
 from icnd.topology.routes import derive_routes
 from icnd.topology.spec import parse
 
-from tests.core.routing_net import Net, accept_all, bring_up, digest_sign
+from tests.core.routing.routing_net import Net, accept_all, bring_up, digest_sign
 
 
 def line(*names: str, config: RouterConfig | None = None) -> Net:
