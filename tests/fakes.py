@@ -120,7 +120,7 @@ class StoreEndpoint:
     async def express(self, interest: Interest, **_: Any) -> Data:
         answer = self._answer(interest)
         if isinstance(answer, Nack):
-            raise Nacked(answer.reason.label)
+            raise Nacked(answer.reason.label, detail=answer.detail)
         return answer
 
     async def verify(self, data: Data, **_: Any) -> None:

@@ -7,8 +7,6 @@ code under test, the test takes no time."""
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
-from typing import Any, Iterator
 
 import pytest
 import trio
@@ -24,12 +22,13 @@ from icnd.objects.fetch import (
 )
 from icnd.objects.manifest import Manifest
 from icnd.objects.store import ObjectStore
-from icnd.security import Ed25519Key, KeyChain
+from icnd.security import Ed25519Key
+from tests.fakes import StoreEndpoint
 
 BLOB = os.urandom(20 * 1024 + 7)  # 21 segments of 1 KiB
 
 
-class FlakyNetwork:
+class FlakyNetwork(StoreEndpoint):
     """An endpoint whose Interests reach an object store, except while the
     route is gone: from the start until `down_until`, and for `outage`
     seconds once `answered` Data went out (an outage mid-transfer).  Counts
@@ -37,14 +36,11 @@ class FlakyNetwork:
 
     def __init__(self, store: ObjectStore, key: Ed25519Key, *, down_until: float = 0.0,
                  outage_after: int | None = None, outage: float = 0.0) -> None:
-        self.store, self.key = store, None
-        self.chain = KeyChain()
-        self.chain.add_trusted(key.name, key.verify_key())
+        super().__init__(store, key)
         self.down_until = down_until
         self.outage_after, self.outage = outage_after, outage
         self.answered = 0
         self.nacked = 0
-        self.streams: dict[tuple[bytes, ...], Any] = {}
 
     def _answer(self, interest: Interest) -> Data | Nack:
         now = trio.current_time()
@@ -55,30 +51,7 @@ class FlakyNetwork:
             self.nacked += 1
             return Nack.for_interest(interest, NackReason.NO_ROUTE, "no route here")
         self.answered += 1
-        return decode(encode(data))  # type: ignore[return-value]
-
-    def send(self, packet: Interest) -> None:
-        self.streams[packet.name.comps[:-1]](self._answer(packet))
-
-    def passes_fds(self) -> bool:
-        return False
-
-    async def express(self, interest: Interest, **_: Any) -> Data:
-        answer = self._answer(interest)
-        if isinstance(answer, Nack):
-            raise Nacked(answer.reason.label, detail=answer.detail)
-        return answer
-
-    async def verify(self, data: Data, **_: Any) -> None:
-        self.chain.verify(data)
-
-    @contextmanager
-    def stream(self, prefix: Name, on_packet: Any) -> Iterator[None]:
-        self.streams[prefix.comps] = on_packet
-        try:
-            yield
-        finally:
-            del self.streams[prefix.comps]
+        return decode(encode(data))  # type: ignore[return-value]  # (a Data: the store holds only Data)
 
 
 @pytest.fixture
