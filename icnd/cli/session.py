@@ -21,8 +21,8 @@ from icnd.client import Client, connect
 from icnd.client.facade import load_identity, load_key
 from icnd.endpoint import resolve_socket_path
 from icnd.errors import CommandError, Error
+from icnd.keyfiles import load_schema
 from icnd.trust.cert import load_certificate
-from icnd.trust.schema import Schema
 
 T = TypeVar("T")
 
@@ -34,7 +34,7 @@ def identity() -> dict[str, Any]:
     """``key``, ``cert`` and ``trust`` for `connect`, loaded from the command's
     ``--key``/``--cert``/``--trust`` files; CliError (exit 2) naming the bad one."""
     files = dict(CLIENT_FILES)
-    loaders: dict[str, Callable[[str], Any]] = {"key": load_key, "cert": load_certificate, "trust": Schema.load}
+    loaders: dict[str, Callable[[str], Any]] = {"key": load_key, "cert": load_certificate, "trust": load_schema}
     loaded: dict[str, Any] = {}
     for flag, load in loaders.items():
         path = files.get(flag)

@@ -75,6 +75,7 @@ from icnd.packet import ContentType, Data, Interest
 from icnd.reduction import consumer as reduction
 from icnd.security import DigestKey, Ed25519Key, KeyChain, SigningKey
 from icnd.trust.cert import Certificate, load_certificate
+from icnd.keyfiles import load_schema
 from icnd.trust.schema import Schema
 from icnd.trust.validator import Validator
 
@@ -527,7 +528,7 @@ def load_identity(key: SigningKey | str | os.PathLike | None, cert: Certificate 
             raise ValueError(f"certificate {cert.name} does not certify the key {key.name} "
                              f"({'another public key' if cert.key_name == key.name else 'another key name'})")
     if isinstance(trust, (str, os.PathLike)):
-        trust = Schema.load(trust)
+        trust = load_schema(trust)
     return key, cert, trust
 
 

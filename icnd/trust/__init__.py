@@ -8,8 +8,7 @@ one validator everything uses to decide whom to believe (interface §13).
 Sans-IO: certificates a validation needs are fetched through a callable the
 caller supplies, and the time is injectable.  Certificate and schema files
 are read and written by the shell, `icnd.keyfiles` (`load_certificate` and
-`save_certificate` here, and `Schema.load`, serve the callers that have not
-moved there yet).
+`save_certificate` here serve the callers that have not moved there yet).
 """
 
 from icnd.trust.cert import (Certificate, CertificateError, issue, load_certificate, parse_certificate,

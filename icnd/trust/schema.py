@@ -37,9 +37,7 @@ costliest rule.  Deciding a name is thus bounded whatever the name.
 from __future__ import annotations
 
 import difflib
-import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Union
 
@@ -47,7 +45,7 @@ from icnd.errors import Error, VerificationError
 from icnd.name import MAX_COMPONENTS, T_GENERIC, Name, component_from_uri, component_to_uri
 from icnd.security import KEY_ID_LEN, verify_with
 
-from icnd.trust.cert import KEY, Certificate, CertificateError, load_certificate
+from icnd.trust.cert import KEY, Certificate, CertificateError
 
 MAX_RULES = 256
 MAX_ANY = 2  # <**> per pattern: one floating middle at most, so a match takes O(name x pattern) steps
@@ -320,25 +318,6 @@ class Schema:
         return None if self.accepting(data_name, signer) is not None else self.refusal(data_name, signer)
 
     # --- loading -----------------------------------------------------------------------
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> "Schema":
-        """Load a schema file; SchemaError naming the file, the rule and the problem.
-
-        For the callers that still load it from here: `icnd.keyfiles.load_schema`
-        is the shell's (this package is to read no files)."""
-        path = os.fspath(path)
-        try:
-            with open(path, "rb") as f:
-                text = f.read()
-        except OSError as exc:
-            raise SchemaError(f"{path}: cannot read the trust schema: {exc.strerror or exc}") from None
-        try:
-            doc = tomllib.loads(text.decode("utf-8"))
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise SchemaError(f"{path}: not a TOML trust schema: {exc}") from None
-        base_dir = os.path.dirname(os.path.abspath(path))
-        return cls.from_dict(doc, path, lambda entry: load_certificate(os.path.join(base_dir, entry)))
-
     @classmethod
     def from_dict(cls, doc: dict[str, Any], source: str, read_anchor: Callable[[str], Certificate]) -> "Schema":
         """The schema in `doc` (a parsed TOML file named `source`);
