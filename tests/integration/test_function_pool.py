@@ -23,7 +23,7 @@ def _alive(p: int) -> bool:
     try:
         with open(f"/proc/{p}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone (the read may race its reaping)
         return False
 
 
