@@ -44,11 +44,13 @@ class BoundsExceeded(DecodeError):
 class Timeout(Error):
     """No answer before the deadline.  `missing`: who did not answer, where
     the operation knows (the members of a reduction round that never
-    contributed, sorted); empty otherwise."""
+    contributed, sorted); empty otherwise.  `ranks`: the same as ranks of a
+    communicator (`icnd.collective`), where the call was a collective's."""
 
-    def __init__(self, message: str = "", *, missing: Iterable[str] = ()) -> None:
+    def __init__(self, message: str = "", *, missing: Iterable[str] = (), ranks: Iterable[int] = ()) -> None:
         super().__init__(message)
         self.missing: tuple[str, ...] = tuple(missing)
+        self.ranks: tuple[int, ...] = tuple(ranks)
 
 
 class Nacked(Error):

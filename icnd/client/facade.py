@@ -59,6 +59,7 @@ import msgpack
 import trio
 
 from icnd.client.face_endpoint import FaceEndpoint
+from icnd.collective import communicator as collective
 from icnd.codec import encode
 from icnd.compute.caller import Caller
 from icnd.compute.host import FunctionHost, HostLimits
@@ -381,6 +382,32 @@ class Client(FaceEndpoint):
         deadline (``.missing`` names them), unless `partial`: then an
         `icnd.Reduced` of what arrived, flagged."""
         return await reduction.allreduce(self, group, round, array, op, member, timeout, out=out, partial=partial)
+
+    # --- collective communication (icnd.collective, docs/collectives.md) ------------------------
+    async def communicator(self, group: str, member: str | None = None, *,
+                           version: int | None = None) -> collective.Communicator:
+        """Group `group` (its latest version, or `version`) seen as ranks
+        ``0..size-1`` in its members' order, this client taking part as
+        `member` (default: this node's name; it must live on this client's
+        node): an `icnd.collective.Communicator` with the MPI collectives
+        (``barrier``, ``bcast``, ``allreduce``, ...) and their nonblocking
+        ``i<name>`` forms.  Every rank calls the same collectives in the same
+        order; each call is named by the communicator's sequence number.
+        Error if `member` already took part in collectives of this version
+        (a new run needs a new group version or group)."""
+        return await collective.communicator(self, self._nursery, group, member, version=version)
+
+    async def collective_result(self, group: str, seq: int, kind: str, *, op: str = "sum", root: int = 0,
+                                version: int | None = None, timeout: float = 10.0) -> Any:
+        """What call `seq` (0: a communicator's first) of `group` produced,
+        fetched by name without the ranks: for ``kind`` ``allreduce``,
+        ``reduce`` and ``reduce_scatter`` the whole aggregate under `op`;
+        ``bcast`` `root`'s value; ``gather``/``allgather`` every rank's value;
+        ``scatter`` `root`'s values; ``alltoall`` ``[j][d]``, what rank j sent
+        to rank d.  From caches, or the contributors' nodes while they keep
+        the round (docs/collectives.md#late-readers)."""
+        return await collective.collective_result(self, group, seq, kind, op=op, root=root, version=version,
+                                                  timeout=timeout)
 
     # --- routing (docs/management.md#routing) -----------------------------------------------
     async def announce(self, prefix: NameLike) -> None:

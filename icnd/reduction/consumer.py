@@ -169,7 +169,12 @@ async def allreduce(ep: Endpoint, group: str, rnd: int, array: Any, op: str, mem
 
 
 async def contribute(ep: Endpoint, group: str, rnd: int, array: Any, member: str | None,
-                     timeout: float = 30.0, *, described: tuple[GroupDescriptor, bytes] | None = None) -> dict:
+                     timeout: float = 30.0, *, described: tuple[GroupDescriptor, bytes] | None = None,
+                     sign: bool = False) -> dict:
+    """Make `array` `member`'s contribution to round `rnd` of `group`.  `sign`
+    (a member of this client's own node only): the node signs every segment
+    with its key, for consumers that fetch the contribution itself
+    (`icnd.collective`), not only aggregates of it."""
     deadline = trio.current_time() + timeout
     desc, _ = described or await group_descriptor(ep, group)
     me = await node_id(ep)
@@ -188,10 +193,13 @@ async def contribute(ep: Endpoint, group: str, rnd: int, array: Any, member: str
         raise ValueError(f"{arr.nbytes} bytes exceeds group {group}'s limit of {desc.max_bytes} per contribution")
     seg_elems, nseg, _ = plan(dt, arr.shape, desc.seg_bytes)
     flat = arr.reshape(-1)
+    if sign and m.node != me:
+        raise ValueError(f"member {member} lives on node {m.node}: only its own node ({m.node}) can sign its "
+                         f"contributions, and this client is attached to {me}")
     if m.node == me and arr.nbytes >= SHM_MIN and ep.passes_fds():
         # the whole contribution in one sealed shared-memory segment and one command (issue #18)
         added = await _contribute_shm(ep, group, rnd, member, dt, arr.shape, flat, seg_elems, nseg,
-                                      max(0.1, deadline - trio.current_time()))
+                                      max(0.1, deadline - trio.current_time()), sign)
         return {"group": group, "round": rnd, "member": member, "segments": nseg, "added": added,
                 "dtype": dt.str, "shape": list(arr.shape)}
     if min(desc.seg_bytes, arr.nbytes) > COMMAND_SEG_BYTES:
@@ -213,7 +221,8 @@ async def contribute(ep: Endpoint, group: str, rnd: int, array: Any, member: str
         data = sign(contribution_data(m.node, member, group, rnd, s, content))
         remaining = max(0.1, deadline - trio.current_time())
         if m.node == me:
-            result = await ep.command("reduce", "contribute", packets=[encode(data)], timeout=remaining)
+            result = await ep.command("reduce", "contribute", packets=[encode(data)], timeout=remaining,
+                                      **({"sign": True} if sign else {}))
         else:  # the member lives elsewhere: hand the segment to its node through the network
             result = await _contribute_remote(ep, m.node, member, data, remaining)
         added += result["added"]
@@ -224,7 +233,7 @@ async def contribute(ep: Endpoint, group: str, rnd: int, array: Any, member: str
 
 
 async def _contribute_shm(ep: Endpoint, group: str, rnd: int, member: str, dt: np.dtype, shape: tuple[int, ...],
-                          flat: np.ndarray, seg_elems: int, nseg: int, timeout: float) -> int:
+                          flat: np.ndarray, seg_elems: int, nseg: int, timeout: float, sign: bool = False) -> int:
     """Hand a contribution to this client's own node in shared memory: every
     segment's content (`pack`'s format) back to back in one sealed memory
     file, passed with one ``reduce/contribute-shm`` command; the node serves
@@ -246,7 +255,7 @@ async def _contribute_shm(ep: Endpoint, group: str, rnd: int, member: str, dt: n
     fd = shm.create_sealed(offset, fill, name=f"icnd-contrib-{group}")
     try:
         result = await ep.command("reduce", "contribute-shm", fds=[fd], timeout=timeout, group=group, round=rnd,
-                                  member=member, size=offset, segments=spans)
+                                  member=member, size=offset, segments=spans, **({"sign": True} if sign else {}))
     finally:
         os.close(fd)  # the node holds its own copy of the descriptor (or its mapping) by now
     return int(result["added"])

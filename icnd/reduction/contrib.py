@@ -55,6 +55,7 @@ from icnd.reduction.group import GroupDescriptor, parse_contrib_name
 from icnd.reduction.segment import MAX_HEAD, SegmentError, unpack, unpack_head
 
 MAX_GROUPS = 1024
+EPOCH_BITS = 32  # rounds are epoch << EPOCH_BITS | sequence (explicit rounds below 2^32: epoch 0)
 VERSIONS_KEPT = 16
 GROUP_LOCAL_RESERVE = 64  # slots remote announcements cannot take
 GROUP_PER_SOURCE = 32  # remote groups per announcing key
@@ -338,9 +339,19 @@ class ContributionStore:
             raise ReductionError(410, f"round {rnd} of {key[1]} in {key[0]} is no longer kept here")
         rounds = self._store.get(key)
         newest = max(rounds) if rounds else evicted
-        if newest is not None and rnd > newest + self.max_ahead:
+        # a round in a later epoch (round >> EPOCH_BITS: a communicator's group version, icnd.collective)
+        # starts that epoch afresh; within an epoch a round may lead the newest by max_ahead
+        if newest is not None and rnd >> EPOCH_BITS == newest >> EPOCH_BITS and rnd > newest + self.max_ahead:
             raise ReductionError(400, f"round {rnd} is too far ahead of {key[1]}'s newest round {newest} "
                                       f"in {key[0]} (at most {self.max_ahead} ahead)")
+
+    def newest(self, group: str, member: str) -> int | None:
+        """The highest round of `member` in `group` this node holds or has
+        evicted (None: none yet), so a new communicator can tell that its
+        names were used before (`icnd.collective`)."""
+        key = (group, member)
+        seen = [r for r in (self._evicted.get(key), max(self._store.get(key) or [-1])) if r is not None and r >= 0]
+        return max(seen) if seen else None
 
     # --- contributing -------------------------------------------------------------------
     def add(self, data: Data, *, local: bool = True) -> bool:

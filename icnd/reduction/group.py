@@ -42,7 +42,7 @@ MEMBER = generic("member")
 CONTRIB = generic("contrib")
 CONTRIBUTE = generic("contribute")
 
-OPS = ("sum", "max", "min")
+OPS = ("sum", "max", "min", "prod")
 CONSUMER_OPS = OPS + ("mean",)  # mean = sum / count, at the consumer
 IDENT = re.compile(r"[A-Za-z0-9._-]{1,64}\Z")
 MAX_MEMBERS = 256

@@ -141,13 +141,22 @@ def unpack_head(head: bytes | memoryview, length: int, *, seg_bytes: int, max_by
 
 
 def combine(op: str, acc: np.ndarray, x: np.ndarray) -> bool:
-    """acc = op(acc, x) in place; True if an integer sum overflowed."""
+    """acc = op(acc, x) in place; True if an integer sum or product overflowed."""
     if op == "max":
         np.maximum(acc, x, out=acc)
     elif op == "min":
         np.minimum(acc, x, out=acc)
     elif acc.dtype.kind == "f":
-        np.add(acc, x, out=acc)
+        (np.multiply if op == "prod" else np.add)(acc, x, out=acc)
+    elif op == "prod":
+        with np.errstate(all="ignore"):
+            total = acc * x
+            back = np.floor_divide(total, np.where(x != 0, x, 1))
+        # exact: a product overflowed iff dividing it back does not give the factor (or -1 * MIN)
+        nz = x != 0
+        overflow = bool((nz & ((back != acc) | ((x == -1) & (acc == total) & (acc != 0)))).any())
+        acc[...] = total
+        return overflow
     else:
         total = acc + x
         if acc.dtype.kind == "i":

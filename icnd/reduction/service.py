@@ -192,12 +192,16 @@ class ReductionService:
         return self.key.sign(error_data(interest.name, str(exc.code), f"{self.node_id}: {exc}"))
 
     # --- operations (local clients, through management) -------------------------------------
-    def contribute(self, data: Data, *, local: bool = True) -> bool:
+    def contribute(self, data: Data, *, local: bool = True, sign: bool = False) -> bool:
         """Store a member's contribution segment and answer anyone waiting for it.
         `local`: from this node's own clients (management), not handed over by
-        another node.
+        another node.  `sign`: signed with the node's key first, so that a
+        consumer of the contribution itself (a collective's bcast, gather, ...)
+        verifies it through its validator as it does an aggregate.
 
         Raises `ReductionError` for a contribution the node refuses."""
+        if sign:
+            data = self.key.sign(data)
         added = self.contrib.add(data, local=local)
         if added and self.contrib.take_pending(data, self._clock()):
             self._deliver(data)

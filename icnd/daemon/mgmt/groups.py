@@ -30,6 +30,7 @@ class GroupManager:
             ("group", "list"): self.list,
             ("reduce", "contribute"): self.contribute,
             ("reduce", "contribute-shm"): self.contribute_shm,
+            ("reduce", "rounds"): self.rounds,
         }
 
     async def create(self, face: Face, args: dict[str, Any]) -> Any:
@@ -70,12 +71,19 @@ class GroupManager:
     async def list(self, face: Face, args: dict[str, Any]) -> Any:
         return [desc.info() for desc in self.service.groups.groups()]
 
+    async def rounds(self, face: Face, args: dict[str, Any]) -> Any:
+        """``{newest}``: the highest round of ``member`` in ``group`` held or evicted here (null: none)."""
+        return {"newest": self.service.contrib.newest(arg(args, "group", str), arg(args, "member", str))}
+
     async def contribute(self, face: Face, args: dict[str, Any]) -> Any:
-        """Contribution segments (encoded Data named /node/<this>/member/<m>/contrib/...)."""
+        """Contribution segments (encoded Data named /node/<this>/member/<m>/contrib/...);
+        ``sign``: the node signs each with its key, for consumers that fetch the
+        contribution itself (`icnd.collective`: bcast, gather, ...), not only its aggregate."""
         added = 0
+        sign = arg(args, "sign", bool, False)
         for data in data_packets(arg(args, "packets", list)):
             try:
-                added += self.service.contribute(data)
+                added += self.service.contribute(data, sign=sign)
             except ReductionError as exc:
                 raise CommandError(exc.code, str(exc)) from None
         return {"added": added}
@@ -97,6 +105,7 @@ class GroupManager:
         try:
             group, member = arg(args, "group", str), arg(args, "member", str)
             rnd, size = arg(args, "round", int), arg(args, "size", int)
+            sign = arg(args, "sign", bool, False)
             spans = arg(args, "segments", list)
             if not 0 <= rnd < 1 << 63:
                 raise CommandError(400, f"round {rnd} is outside 0..2^63-1")
@@ -117,7 +126,7 @@ class GroupManager:
             data = contribution_data(node, member, group, rnd, s, view[offset:offset + length],
                                      sig_type=SigType.PER_HOP)
             try:
-                added += self.service.contribute(data)
+                added += self.service.contribute(data, sign=sign)
             except ReductionError as exc:  # (segments before this one stay, as with `contribute`)
                 contrib.counters["contrib_shm_refused"] += 1
                 raise CommandError(exc.code, str(exc)) from None
@@ -125,7 +134,7 @@ class GroupManager:
         return {"added": added}
 
 
-def _tiles(spans: list, size: int) -> bool:
+def _tiles(spans: list[object], size: int) -> bool:
     """`spans` are 1..MAX_SEGMENTS [offset, length] pairs, each non-empty, back to back from 0 to `size`."""
     if not 0 < len(spans) <= MAX_SEGMENTS:
         return False
