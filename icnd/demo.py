@@ -11,7 +11,8 @@ a second consumer's request is answered by a cache; then named functions:
 a matrix product computed by one of two hosts, the same call as a pure
 function answered from a cache, and a slow call completed through a thunk;
 then collective reduction: the workers allreduce arrays (one in-network
-computation for all three) and the client fetches their max by name.
+computation for all three) and the client fetches their max by name; and a
+collective job started like an MPI job, with ``icnd exec``, one rank per worker.
 A per-node counter table shows where the packets went.  Everything is torn down at the
 end; the exit code is 0 only if every step worked.
 """
@@ -172,6 +173,8 @@ async def showcase(path: str) -> bool:
         ok = ok and r.complete and np.array_equal(r.array, np.maximum.reduce(list(arrays.values())))
         print(f"  client: max over {', '.join(r.contributors)} = {r.array.tolist()}")
 
+        ok = await _exec_job([net.nodes[w].socket for w in workers]) and ok
+
         step("per-node counters")
         print("  " + f"{'node':<8}" + "".join(f"{c:>16}" for c in COLUMNS))
         for name in net.nodes:
@@ -180,6 +183,35 @@ async def showcase(path: str) -> bool:
         step("tearing down")
     print(f"  done in {time.monotonic() - started:.1f}s: {'success' if ok else 'FAILED'}")
     return ok
+
+
+EXEC_TIMEOUT_S = 60.0
+"""The whole `icnd exec` job of the demo: started, run and ended within this (its calls have a 20 s deadline)."""
+
+
+async def _exec_job(sockets: list[str]) -> bool:
+    """A collective job started as with ``mpirun``: ``icnd exec`` runs one rank of
+    ``apps/allreduce_job.py`` per worker node; the ranks allreduce, allgather and
+    meet at a barrier through a communicator.  Its tagged output is shown."""
+    n = len(sockets)
+    argv = [sys.executable, "-m", "icnd", "exec", "-n", str(n), *[a for s in sockets for a in ("--socket", s)],
+            "--timeout", "20", "--tag-output", "--", sys.executable, "-m", "apps.allreduce_job"]
+    nodes = ", ".join(os.path.basename(s).removesuffix(".sock") for s in sockets)
+    step(f"a collective job: icnd exec -n {n} --socket <{nodes}> --tag-output -- python -m apps.allreduce_job")
+    t0 = trio.current_time()
+    try:
+        with trio.fail_after(EXEC_TIMEOUT_S):
+            done = await trio.run_process(argv, capture_stdout=True, capture_stderr=True, check=False)
+    except trio.TooSlowError:
+        print(f"  icnd exec did not finish within {EXEC_TIMEOUT_S:g}s")
+        return False
+    for line in sorted(done.stdout.decode(errors="replace").splitlines()):
+        print(f"  {line}")
+    for line in done.stderr.decode(errors="replace").splitlines():
+        print(f"  {line}")
+    print(f"  exit code {done.returncode} after {trio.current_time() - t0:.1f} s "
+          f"(one process per rank, group rank0..rank{n - 1} created by icnd exec)")
+    return done.returncode == 0
 
 
 async def _routes(client: Client, node: str, wanted: Callable[[str], bool]) -> list[str]:

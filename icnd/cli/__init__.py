@@ -4,6 +4,7 @@
     icnd status | face | route | cs | strategy ...     (nfdc-like, over the local socket)
     icnd announce | withdraw PREFIX, icnd routing      (link-state routing)
     icnd ping | fetch | publish | poke | call | reduce | contribute | group | keygen | cert | topo
+    icnd exec -n N [--socket S ...] -- PROGRAM [ARGS ...]   (start a collective job, like mpirun)
 
 Exit codes (the contract in interface.md §3-§5): 0 success; 1 the operation
 failed (timeout, Nack, refused command, no node to talk to); 2 usage errors
@@ -19,7 +20,8 @@ One module per command group: `run` (the daemon and its configuration),
 `nfdc` (status, face, route, cs, strategy: one table of management
 commands), `routing` (announce, withdraw, routing: rows of the same
 table), `data` (ping, fetch, publish, poke), `compute` (call), `reduce`
-(reduce, contribute, group), `keys` (keygen, cert), `topo` (topo up/down/sim);
+(reduce, contribute, group), `exec` (icnd exec: start a collective job),
+`keys` (keygen, cert), `topo` (topo up/down/sim);
 `app` assembles the parser and runs `main`.  Shared pieces: `options`
 (argument types, common options), `output` (tables, JSON), `session` (one
 connection per command), `errors` (`CliError`).

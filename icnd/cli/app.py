@@ -14,6 +14,7 @@ from typing import Sequence
 
 from icnd.version import __version__
 from icnd.cli import compute, data, keys, nfdc, reduce, routing, run, topo
+from icnd.cli import exec as exec_command
 from icnd.cli.errors import PROG, CliError, print_error
 from icnd.cli.options import Parents, add_outer_options, merge_outer_options
 from icnd.errors import Error
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_commands(sub, parents)
     keys.add_commands(sub)
     topo.add_commands(sub)
+    exec_command.add_commands(sub)
     return parser
 
 
