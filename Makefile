@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test chromium test-adversarial demo docs bench bench-deps clean
+.PHONY: test chromium mpirun test-adversarial demo docs bench bench-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 # their order; daemons pick free ports and every test works in its own tmp_path.
 # PYTEST_WORKERS=0 runs them in this process, one after the other.
 PYTEST_WORKERS ?= auto
-test: $(STAMP) chromium
+test: $(STAMP) chromium mpirun
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
@@ -34,6 +34,18 @@ chromium:
 	  echo "make test: installing chromium for the status page's browser test (ICND_NO_CHROMIUM=1 skips)"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	    || echo "make test: installing chromium failed: the browser test will be skipped" >&2; \
+	fi
+
+# Open MPI's mpirun for the test that starts an icnd.mpi program with it
+# (tests/mpi/test_mpi_jobs.py: mpirun only launches, icnd carries the bytes): installed only
+# as root and only if missing; never fatal (the test then skips, saying why).
+# ICND_NO_MPIRUN=1 skips the install.
+mpirun:
+	@if [ -z "$$ICND_NO_MPIRUN" ] && ! command -v mpirun >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] \
+	    && command -v apt-get >/dev/null 2>&1; then \
+	  echo "make test: installing Open MPI's mpirun for tests/mpi (ICND_NO_MPIRUN=1 skips)"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin >/dev/null) \
+	    || echo "make test: installing openmpi-bin failed: the mpirun test will be skipped" >&2; \
 	fi
 
 # The attacks at full size (marker `fullsize`; minutes, not seconds): against a real daemon

@@ -25,7 +25,10 @@ name (the table `icnd.sync.METHODS`, checked by tests/test_facade.py):
 - coroutine methods (``fetch``, ``publish``, ``call``, ...) and plain ones
   (``sign``, ...) are coroutines: ``await c.fetch(...)``;
 - context managers (``serve``, ``host``, ``reflexive``, ``stream``) are
-  async context managers: ``async with c.host({...}):``.
+  async context managers: ``async with c.host({...}):``;
+- ``communicator`` gives an `AioCommunicator`: the collectives of
+  `icnd.collective.Communicator` as asyncio coroutines, and their
+  ``i<name>`` forms returning an `AioRequest` (``await r.wait()``).
 
 Errors keep their icnd types (`icnd.Timeout`, `icnd.Nacked`, ...).
 Deadlines are the client's (each method's ``timeout``, the node command's
@@ -51,18 +54,21 @@ from typing import Any, Callable, Generator
 
 
 from icnd.client import Client
+from icnd.collective import Communicator, Request
 from icnd.compute.pool import wait_future
 from icnd.errors import Error
 from icnd.sync import (
     ASYNC_CONTEXT,
     CLOSE,
     CLOSE_TIMEOUT,
+    COLLECTIVES,
     CONTEXT,
     METHODS,
     PLAIN,
     START_GRACE,
     ClientThread,
     Held,
+    collective_method,
     facade_method,
 )
 
@@ -172,7 +178,91 @@ def _on_asyncio(fn: Callable[..., Any], loop: asyncio.AbstractEventLoop) -> Call
     return on_asyncio
 
 
+class AioRequest:
+    """A nonblocking collective started by an `AioCommunicator`
+    (``r = comm.iallreduce(x)``): ``await r.wait()`` returns its result (or
+    raises its error); `test` and `done` say whether it has finished.  The
+    call keeps its deadline, so `wait` never hangs."""
+
+    def __init__(self, owner: AsyncClient, started: concurrent.futures.Future[Request], what: str) -> None:
+        self._owner = owner
+        self._started = started  # the trio request, once the call has taken its sequence number
+        self.what = what
+
+    @property
+    def done(self) -> bool:
+        return self.test()
+
+    def test(self) -> bool:
+        """True once the call has finished (`wait` then returns at once); a
+        call that could not start (bad arguments) has finished too."""
+        if not self._started.done():
+            return False
+        return self._started.exception() is not None or self._started.result().test()
+
+    async def wait(self) -> Any:
+        """The call's result, once it has finished (its error raised, if it failed or could not start)."""
+        request = await self._owner._await(self._started)
+        return await self._owner._await(self._owner._thread.submit(request.wait))
+
+    def __repr__(self) -> str:
+        return f"<AioRequest {self.what} {'done' if self.done else 'in flight'}>"
+
+
+class AioCommunicator:
+    """`icnd.collective.Communicator` for asyncio, made by
+    `AsyncClient.communicator`: the same attributes (``rank``, ``size``,
+    ``group``, ``member``, ``version``, ``members``), its collectives as
+    asyncio coroutines (``await comm.allreduce(x)``), and their ``i<name>``
+    forms, plain methods that return an `AioRequest` at once.
+
+    Calls keep the order they are made in, as the collectives require: an
+    ``i<name>`` call takes its sequence number in call order without
+    blocking the asyncio loop (argument errors are then raised by the
+    request's ``wait()``); a collective coroutine takes its number when it
+    starts running.  Arrays handed to a call are read while it runs: leave
+    them alone until it has finished."""
+
+    def __init__(self, owner: AsyncClient, comm: Communicator) -> None:
+        self._owner = owner
+        self._comm = comm
+        self.rank: int = comm.rank
+        self.size: int = comm.size
+        self.group: str = comm.group
+        self.member: str = comm.member
+        self.version: int = comm.version
+        self.members: list[str] = list(comm.members)
+
+    async def _call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return await self._owner._call(getattr(self._comm, name), *args, **kwargs)
+
+    def _start(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> AioRequest:
+        started = self._owner._thread.run_in_order(functools.partial(getattr(self._comm, name), *args, **kwargs))
+        return AioRequest(self._owner, started, name[1:])
+
+    def __repr__(self) -> str:
+        return f"<AioCommunicator {self.group} v{self.version} rank {self.rank} of {self.size}>"
+
+
+def _aio_collective(name: str) -> Callable[..., Any]:
+    async def call(self: AioCommunicator, *args: Any, **kwargs: Any) -> Any:
+        return await self._call(name, args, kwargs)
+
+    def start(self: AioCommunicator, *args: Any, **kwargs: Any) -> AioRequest:
+        return self._start(name, args, kwargs)
+    return collective_method(name, AioCommunicator, start if name.startswith("i") else call, AioRequest)
+
+
+for _name in COLLECTIVES:
+    setattr(AioCommunicator, _name, _aio_collective(_name))
+    setattr(AioCommunicator, "i" + _name, _aio_collective("i" + _name))
+
+
 def _async_method(name: str, kind: str) -> Callable[..., Any]:
+    if name == "communicator":
+        async def communicator(self: AsyncClient, *args: Any, **kwargs: Any) -> AioCommunicator:
+            return AioCommunicator(self, await self._call(self.client.communicator, *args, **kwargs))
+        return facade_method(communicator, name, AsyncClient, AioCommunicator)
     if kind in (ASYNC_CONTEXT, CONTEXT):
         def hold(self: AsyncClient, *args: Any, **kwargs: Any) -> AsyncHeld:
             held = Held(getattr(self.client, name), kind == ASYNC_CONTEXT, self._bridge(args), self._bridge(kwargs))
@@ -232,4 +322,4 @@ def connect(path: str | None = None, *, timeout: float = 5.0, **kwargs: Any) -> 
     return Connecting(path, timeout, kwargs)
 
 
-__all__ = ["AsyncClient", "Connecting", "connect"]
+__all__ = ["AioCommunicator", "AioRequest", "AsyncClient", "Connecting", "connect"]

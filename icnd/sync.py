@@ -19,7 +19,10 @@ under its own name, with its signature and docstring:
   inside them nest as trio requires;
 - a plain method (``sign``, ``send``, ...) runs in the client's loop, never
   concurrently with it;
-- ``aclose`` is ``close`` (the thread and its loop stop too).
+- ``aclose`` is ``close`` (the thread and its loop stop too);
+- ``communicator`` returns a `SyncCommunicator`: the collectives of
+  `icnd.collective.Communicator`, each blocking, and their ``i<name>``
+  forms returning a `SyncRequest` with a blocking ``wait()`` and ``test()``.
 
 `METHODS` lists every method with its kind; tests/test_facade.py checks it
 against `icnd.Client`, so a method added to the client without a place here
@@ -49,6 +52,7 @@ import trio
 
 from icnd.client import Client
 from icnd.client import connect as async_connect
+from icnd.collective import Communicator, Request
 from icnd.errors import Error
 from icnd.excgroups import lone, only_cancelled
 
@@ -66,6 +70,7 @@ METHODS: dict[str, str] = {
     "call": CALL, "publish": CALL, "unpublish": CALL, "publish_object": CALL, "fetch_manifest": CALL,
     "fetch_object": CALL, "fetch_segments": CALL,
     "create_group": CALL, "group": CALL, "contribute": CALL, "reduce": CALL, "allreduce": CALL,
+    "communicator": CALL, "collective_result": CALL,
     "announce": CALL, "withdraw": CALL, "routing": CALL, "wait_routed": CALL,
     "command": CALL, "node_name": CALL, "status": CALL,
     "aclose": CLOSE,
@@ -210,6 +215,36 @@ class ClientThread:
                 scope.cancel()
         self.call_soon(cancel_scope)
 
+    def run_in_order(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
+        """Run the plain function ``fn(*args)`` in the client's loop, outside
+        any task, and hand back a future of its outcome.  Unlike `submit`,
+        whose tasks trio may start in any order, these calls run in the order
+        they were made (trio runs ``run_sync_soon`` callbacks first in, first
+        out): how a facade starts nonblocking collectives, whose sequence
+        numbers must follow the caller's order even when it does not wait in
+        between.  `icnd.Error` at once when the client is closed."""
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        with self._lock:
+            token = self._token
+            if token is None:
+                raise Error("the icnd client is closed")
+            self._open.add(future)
+
+        def run() -> None:
+            try:
+                value = fn(*args)
+            except BaseException as exc:  # the caller's, in its thread (one escaping here would end the loop)
+                self._forget(future, exc=clean(exc))
+            else:
+                self._forget(future, value=value)
+
+        try:
+            token.run_sync_soon(run)
+        except trio.RunFinishedError:
+            self._forget(future, exc=Error("the icnd client is closed"))
+            raise Error("the icnd client is closed") from None
+        return future
+
     def call_soon(self, fn: Callable[[], Any]) -> None:
         """Run `fn` in the client's loop soon (nothing if the loop has ended)."""
         token = self._token
@@ -347,12 +382,13 @@ class SyncClient:
         self.close()
 
 
-def facade_method(fn: Callable[..., Any], name: str, owner: type, returns: Any = None) -> Callable[..., Any]:
+def facade_method(fn: Callable[..., Any], name: str, owner: type, returns: Any = None,
+                  source: type = Client) -> Callable[..., Any]:
     """`fn` dressed as `owner`'s method `name`: the name, docstring and
-    parameters of `icnd.Client`'s (what help() and the API reference show),
-    with `returns` as its return annotation when given (a context manager
-    for a facade of an async one)."""
-    method = getattr(Client, name)
+    parameters of `source`'s (`icnd.Client`'s by default: what help() and
+    the API reference show), with `returns` as its return annotation when
+    given (a context manager for a facade of an async one)."""
+    method = getattr(source, name)
     functools.update_wrapper(fn, method)
     delattr(fn, "__wrapped__")  # its own source and signature, not the client's
     # (its __module__ stays the client's: the annotations, as written there, resolve there)
@@ -364,7 +400,109 @@ def facade_method(fn: Callable[..., Any], name: str, owner: type, returns: Any =
     return fn
 
 
+# --- communicators (interface §15) ----------------------------------------------------------------
+
+# The collectives of `icnd.collective.Communicator`; each also has a nonblocking ``i<name>`` form.
+COLLECTIVES = ("barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "alltoall",
+               "reduce_scatter")
+
+
+def start_doc(name: str) -> str:
+    """The docstring of a facade's ``i<name>``, where the trio communicator's has none."""
+    return (f"Start `{name}` (same arguments) without waiting: a request whose ``wait()`` returns "
+            f"its result or raises its error, and whose ``test()`` says whether it has finished.")
+
+
+class SyncRequest:
+    """A nonblocking collective started by a `SyncCommunicator`
+    (``r = comm.iallreduce(x)``): `wait` blocks until it has finished and
+    returns its result (or raises its error); `test` and `done` say whether
+    it has, without blocking (a flag read without a round trip to the
+    client's loop, so polling is cheap).  The call keeps its deadline, so
+    `wait` never hangs; if the client closes first it raises `icnd.Error`."""
+
+    def __init__(self, loop: ClientThread, request: Request) -> None:
+        self._loop = loop
+        self._request = request
+
+    @property
+    def done(self) -> bool:
+        return self._request.done
+
+    def test(self) -> bool:
+        """True once the call has finished (`wait` then returns at once)."""
+        return self._request.test()
+
+    def wait(self) -> Any:
+        """The call's result, once it has finished (its error raised, if it failed)."""
+        return _wait(self._loop, self._loop.submit(self._request.wait))
+
+    def __repr__(self) -> str:
+        return f"<SyncRequest {self._request.what} {'done' if self.done else 'in flight'}>"
+
+
+class SyncCommunicator:
+    """`icnd.collective.Communicator` for blocking code, made by
+    `SyncClient.communicator`: the same attributes (``rank``, ``size``,
+    ``group``, ``member``, ``version``, ``members``) and collectives
+    (``barrier``, ``bcast``, ``allreduce``, ...), each blocking until it
+    returns, and their ``i<name>`` forms returning a `SyncRequest` at once.
+
+    Calls keep the order they are made in, as the collectives require: an
+    ``i<name>`` call returns once the call has taken its sequence number, so
+    its argument errors (an unknown op, a root out of range) are raised by
+    the call itself.  Arrays handed to an ``i<name>`` call are read while it
+    runs: leave them alone until it has finished (as MPI asks of buffers)."""
+
+    def __init__(self, loop: ClientThread, comm: Communicator) -> None:
+        self._loop = loop
+        self._comm = comm
+        self.rank: int = comm.rank
+        self.size: int = comm.size
+        self.group: str = comm.group
+        self.member: str = comm.member
+        self.version: int = comm.version
+        self.members: list[str] = list(comm.members)
+
+    def _call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return _wait(self._loop, self._loop.submit(getattr(self._comm, name), *args, **kwargs))
+
+    def _start(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> SyncRequest:
+        started = self._loop.run_in_order(functools.partial(getattr(self._comm, name), *args, **kwargs))
+        return SyncRequest(self._loop, _wait(self._loop, started))
+
+    def __repr__(self) -> str:
+        return f"<SyncCommunicator {self.group} v{self.version} rank {self.rank} of {self.size}>"
+
+
+def collective_method(name: str, owner: type, body: Callable[..., Any], request: type) -> Callable[..., Any]:
+    """`body` dressed as `owner`'s collective `name` (parameters and docstring
+    of the trio communicator's; an ``i<name>`` returns a `request`)."""
+    method = facade_method(body, name, owner, request if name.startswith("i") else None, source=Communicator)
+    if not method.__doc__ and name.startswith("i"):
+        method.__doc__ = start_doc(name[1:])
+    return method
+
+
+def _sync_collective(name: str) -> Callable[..., Any]:
+    def call(self: SyncCommunicator, *args: Any, **kwargs: Any) -> Any:
+        return self._call(name, args, kwargs)
+
+    def start(self: SyncCommunicator, *args: Any, **kwargs: Any) -> SyncRequest:
+        return self._start(name, args, kwargs)
+    return collective_method(name, SyncCommunicator, start if name.startswith("i") else call, SyncRequest)
+
+
+for _name in COLLECTIVES:
+    setattr(SyncCommunicator, _name, _sync_collective(_name))
+    setattr(SyncCommunicator, "i" + _name, _sync_collective("i" + _name))
+
+
 def _sync_method(name: str, kind: str) -> Callable[..., Any]:
+    if name == "communicator":
+        def communicator(self: SyncClient, *args: Any, **kwargs: Any) -> SyncCommunicator:
+            return SyncCommunicator(self._loop, self._call(self.client.communicator, *args, **kwargs))
+        return facade_method(communicator, name, SyncClient, SyncCommunicator)
     if kind == CLOSE:
         def close(self: SyncClient) -> None:
             self.close()
@@ -391,4 +529,4 @@ def connect(path: str | None = None, **kwargs: Any) -> SyncClient:
     return SyncClient(path, **kwargs)
 
 
-__all__ = ["SyncClient", "connect"]
+__all__ = ["SyncClient", "SyncCommunicator", "SyncRequest", "connect"]

@@ -100,3 +100,29 @@ def test_kind_of_tells_the_kinds_apart() -> None:
 
     assert [kind_of(f) for f in (coroutine, plain, async_context, context, iterator)] == \
         [CALL, PLAIN, ASYNC_CONTEXT, CONTEXT, "iterator"]
+
+
+def test_the_facades_communicators_offer_every_collective_of_the_trio_one() -> None:
+    """`icnd.sync.COLLECTIVES` (each with its ``i<name>`` form) is every public
+    method of `icnd.collective.Communicator`; the blocking and asyncio
+    communicators offer each with the same parameters."""
+    import inspect
+
+    from icnd.aio import AioCommunicator, AioRequest
+    from icnd.collective import Communicator
+    from icnd.sync import COLLECTIVES, SyncCommunicator, SyncRequest, public_methods
+
+    names = set(COLLECTIVES) | {"i" + name for name in COLLECTIVES}
+    assert public_methods(Communicator) == names
+    assert public_methods(SyncCommunicator) == names
+    assert public_methods(AioCommunicator) == names
+    for name in names:
+        expected = [(p.name, p.kind, p.default)
+                    for p in inspect.signature(getattr(Communicator, name)).parameters.values()]
+        for facade in (SyncCommunicator, AioCommunicator):
+            got = [(p.name, p.kind, p.default) for p in inspect.signature(getattr(facade, name)).parameters.values()]
+            assert got == expected, (facade, name)
+        assert inspect.iscoroutinefunction(getattr(AioCommunicator, name)) == (not name.startswith("i")), name
+        assert not inspect.iscoroutinefunction(getattr(SyncCommunicator, name)), name
+    assert inspect.signature(SyncCommunicator.iallreduce).return_annotation is SyncRequest
+    assert inspect.signature(AioCommunicator.ibcast).return_annotation is AioRequest
