@@ -287,3 +287,19 @@ def test_a_named_group_cannot_be_rerun_and_says_why(node) -> None:
     again = allreduce_job(node.socket, n=2, group=("--group", "rerun"))
     assert again.returncode == 1 and not again.stdout
     assert "group rerun version 1 was used by an earlier job" in one_line_error(again)
+
+
+MPI_CHECK = str(Path(__file__).resolve().parents[1] / "mpi" / "mpi_check_program.py")
+
+
+@pytest.mark.parametrize("nodes", ["one", "two"])
+def test_an_mpi4py_style_program_runs_under_icnd_exec(node, pair, nodes) -> None:
+    """tests/mpi/mpi_check_program.py (every icnd.mpi method against numpy, written as for
+    mpi4py but for its import line) as a 3-rank job on one node and across two."""
+    sockets = [node.socket] if nodes == "one" else [d.socket for d in pair]
+    flags = [arg for s in sockets for arg in ("--socket", s)]
+    r = icnd_exec("-n", "3", *flags, "--timeout", "30", "--", PY, MPI_CHECK, "--big", "100000", timeout=120)
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    lines = sorted(r.stdout.decode().splitlines())
+    assert [line.split(":")[0] for line in lines] == [f"rank {i} of 3" for i in range(3)], lines
+    assert all(": ok (" in line for line in lines), lines
