@@ -5,7 +5,20 @@ and has every complete frame taken out and delivered with
 `ReceiveBuffer.split`, told how many bytes it read (its framing says where
 frames lie).  ``start != end`` says bytes are pending; the face tests it on
 the attributes, and calls `shrink` only when the buffer is larger than
-`RECV_CHUNK`: its hot path is one `room` and one `split` per read.
+`RECV_CHUNK`.
+
+These methods are the general path and the definition.  Calling them on
+every read (`room` per read, `split` per read with bytes, its ``deliver``
+per packet) was about a tenth of a small packet's Python calls through a
+node (issue #28: 8 of 73 per exchange at window 1), so
+`icnd.faces.stream.StreamFace`'s read loop does the common case inline on
+the attributes -- reading into the free tail when `room` would leave the
+buffer as it is, and taking the frames out when the buffer holds no share
+of the budget (``eager == 0``: no hand-over possible) -- and calls
+these methods for everything else; a hypothesis test
+(``tests/property/test_stream_read_props.py``) checks the two give the same
+packets, counters and budget.  A change to the rules here is a change to
+that inline copy too.
 
 A frame is copied out of the buffer exactly once (into the ``bytes`` the
 face hands on), except a frame that fills a buffer of its own: that buffer
@@ -61,14 +74,14 @@ class ByteBudget:
 class ReceiveBuffer:
     """The bytes one stream face received and has not delivered (module docstring)."""
 
-    __slots__ = ("buf", "view", "start", "end", "_eager", "_budget")
+    __slots__ = ("buf", "view", "start", "end", "eager", "_budget")
 
     def __init__(self, budget: ByteBudget) -> None:
         self.buf: Any = bytearray()  # a bytearray, or a numpy array for a frame's own buffer
         self.view = memoryview(self.buf)
         self.start = 0  # buf[start:end]: received, not yet delivered
         self.end = 0
-        self._eager = 0  # bytes of `budget` this buffer holds
+        self.eager = 0  # bytes of `budget` this buffer holds (0: a plain buffer; the face's inline path tests it)
         self._budget = budget
 
     def room(self, need: int) -> memoryview:
@@ -76,7 +89,7 @@ class ReceiveBuffer:
         from `start` (the frame being received)."""
         buf = self.buf
         start = self.start
-        eager = self._eager
+        eager = self.eager
         if start + need > len(buf) or (len(buf) - self.end < MIN_READ and not eager):
             # (a frame's own buffer, sized to the frame, is read into to its very end)
             # Make room: move the partial frame to the front, growing if there is not
@@ -91,7 +104,7 @@ class ReceiveBuffer:
             own = need > max(len(buf), RECV_CHUNK) and self._budget.take(need - eager)
             size = 0
             if own:
-                self._eager = size = need
+                self.eager = size = need
                 grow = True
             elif grow:
                 size = min(need + RECV_CHUNK, max(2 * len(buf), pending + MIN_READ, RECV_CHUNK))
@@ -133,7 +146,7 @@ class ReceiveBuffer:
                 if frame_end > end:
                     need = frame_end - start
                     break
-                if self._eager and hand_over is not None and frame_end == len(self.buf) and not start \
+                if self.eager and hand_over is not None and frame_end == len(self.buf) and not start \
                         and hand_over(view[packet_start:frame_end]):
                     packet = cast(bytes, view[packet_start:frame_end].toreadonly())  # (stands for bytes: base.py)
                     view.release()
@@ -165,6 +178,6 @@ class ReceiveBuffer:
 
     def release(self) -> None:
         """Give back the budget share this buffer holds (the face closes, or it shrank)."""
-        if self._eager:
-            self._budget.give(self._eager)
-            self._eager = 0
+        if self.eager:
+            self._budget.give(self.eager)
+            self.eager = 0

@@ -15,6 +15,11 @@ is handed over as a read-only memoryview when the face's link service says so
 such a view is not hashable).  Buffers sized to a frame's announced length
 come from a byte budget (`ByteBudget`) shared by the faces of one listener
 (``StreamListener.eager_frames``; a face it did not accept has its own).
+The read loop does the buffer's common case inline (a read into free room,
+the frames out of a buffer that cannot hand one over) and calls its
+methods for the rest: a small packet costs no extra Python call for having
+a buffer class (issue #28; ``inline_reads``, checked against the general
+path by ``tests/property/test_stream_read_props.py``).
 A length above `icnd.codec.MAX_PACKET_SIZE` (or whatever the framing finds
 invalid) is a framing error: the stream cannot be resynchronised, so the face
 counts it and closes.  A partial frame must complete within
@@ -75,7 +80,7 @@ from icnd.faces.base import (
     QueueWriter,
     close_socket,
 )
-from icnd.faces.recvbuf import EAGER_FRAMES_BYTES, RECV_CHUNK, ByteBudget, ReceiveBuffer
+from icnd.faces.recvbuf import EAGER_FRAMES_BYTES, MIN_READ, RECV_CHUNK, ByteBudget, ReceiveBuffer
 from icnd.faces.uri import FaceUri, format_inet_uri, parse_face_uri
 from icnd.ratelog import RateLimitedLog
 
@@ -171,6 +176,9 @@ class StreamFace(Face):
         self._held_fds: deque[int] = deque()  # received with SCM_RIGHTS, oldest first
         # queued packets with descriptors to send: id(first queued item) -> (that item, our copies)
         self._attached: dict[int, tuple[bytes, list[int]]] = {}
+        # the read loop does the receive buffer's common case inline (`_read_loop`); False: every read
+        # through `ReceiveBuffer.room` and `split`, the general path a hypothesis test compares it with
+        self.inline_reads = True
 
     @property
     def send_queue_bytes(self) -> int:
@@ -374,6 +382,7 @@ class StreamFace(Face):
         frame = self.framing.frame
         fd_capable = self._fd_capable
         hand_over = self.hand_over  # the link service's: which large frames it takes as views (ReceiveBuffer.split)
+        inline = self.inline_reads
         received = ReceiveBuffer(self.eager_frames)
         need = 1  # bytes needed at received.start before the next frame can be parsed
         deadline = 0.0  # while bytes are pending: when the partial frame times out
@@ -399,13 +408,21 @@ class StreamFace(Face):
                     return
                 delivered = counters.in_packets
                 for _ in range(READS_PER_WAKEUP):
+                    # The common case inline, on the buffer's attributes (`icnd.faces.recvbuf`: its
+                    # methods on every read were a tenth of a small packet's calls): read into the
+                    # free tail when `room` would leave the buffer as it is ...
+                    size = len(received.buf)
+                    if inline and received.start + need <= size and size - received.end >= MIN_READ:
+                        into = received.view[received.end:]
+                    else:
+                        into = received.room(need)
                     try:
                         if fd_capable:
-                            got, ancillary, flags, _ = sock.recvmsg_into((received.room(need),), _ANC_SPACE)
+                            got, ancillary, flags, _ = sock.recvmsg_into((into,), _ANC_SPACE)
                             if ancillary or flags & _MSG_CTRUNC:
                                 self._hold_fds(ancillary, flags)
                         else:
-                            got = sock.recv_into(received.room(need))
+                            got = sock.recv_into(into)
                     except BlockingIOError:
                         break
                     except OSError as exc:
@@ -415,7 +432,35 @@ class StreamFace(Face):
                         self._close_now("peer closed")
                         return
                     try:
-                        need = received.split(got, frame, need, hand_over, deliver)
+                        if inline and not received.eager:
+                            # ... and take every complete frame out of a buffer that cannot hand one
+                            # over: `split` without the hand-over, leaving the buffer as `split` would
+                            view = received.view
+                            start = received.start
+                            end = received.end + got
+                            while end - start >= need:
+                                bounds = frame(view, start, end)
+                                if bounds is None:
+                                    need = end - start + 1
+                                    break
+                                packet_start, frame_end = bounds
+                                if frame_end > end:
+                                    need = frame_end - start
+                                    break
+                                packet = bytes(view[packet_start:frame_end])
+                                start = frame_end
+                                need = 1
+                                counters.in_packets += 1
+                                counters.in_bytes += len(packet)
+                                on_receive(self, packet)
+                                if self.closed:
+                                    return
+                            if start == end:
+                                start = end = 0  # everything delivered: the next bytes go to the front
+                            received.start = start
+                            received.end = end
+                        else:
+                            need = received.split(got, frame, need, hand_over, deliver)
                     except FramingError as exc:
                         counters.framing_errors += 1
                         self._close_now(f"framing error: {exc}")
