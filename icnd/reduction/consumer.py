@@ -217,12 +217,12 @@ async def contribute(ep: Endpoint, group: str, rnd: int, array: Any, member: str
         content = pack(meta, flat[s * seg_elems:(s + 1) * seg_elems])
         # handed to another node: signed with this client's key when it has one (a node with a trust
         # schema accepts only contributions its validator accepts); to its own node: the digest
-        sign = ep.sign if m.node != me and getattr(ep, "key", None) is not None else _digest.sign
-        data = sign(contribution_data(m.node, member, group, rnd, s, content))
+        signer = ep.sign if m.node != me and getattr(ep, "key", None) is not None else _digest.sign
+        data = signer(contribution_data(m.node, member, group, rnd, s, content))
         remaining = max(0.1, deadline - trio.current_time())
         if m.node == me:
-            result = await ep.command("reduce", "contribute", packets=[encode(data)], timeout=remaining,
-                                      **({"sign": True} if sign else {}))
+            node_signs: dict[str, Any] = {"sign": True} if sign else {}
+            result = await ep.command("reduce", "contribute", packets=[encode(data)], timeout=remaining, **node_signs)
         else:  # the member lives elsewhere: hand the segment to its node through the network
             result = await _contribute_remote(ep, m.node, member, data, remaining)
         added += result["added"]
