@@ -462,15 +462,17 @@ def make_trust(workdir: str) -> tuple[str, str, str]:
     node's objects: (node key file, node cert file, schema file)."""
     from icnd.name import Name
     from icnd.security import Ed25519Key
-    from icnd.trust import issue, save_certificate, self_signed
+    from icnd.keyfiles import save_certificate
+    from icnd.trust import issue, self_signed
 
     anchor = Ed25519Key.generate(Name("/bench"))
     node = Ed25519Key.generate(Name("/bench/node"))
     paths = [os.path.join(workdir, n) for n in ("anchor.cert", "node.key", "node.cert", "schema.toml")]
-    save_certificate(self_signed(anchor), paths[0])
+    now = time.time()
+    save_certificate(self_signed(anchor, now=now), paths[0])
     with open(paths[1], "wb") as f:
         f.write(node.to_bytes())
-    save_certificate(issue(anchor, node), paths[2])
+    save_certificate(issue(anchor, node, now=now), paths[2])
     with open(paths[3], "w", encoding="utf-8") as f:
         f.write('anchors = ["anchor.cert"]\n'
                 '[[rule]]\nname = "objects"\ndata = "/objbench/<**>"\nsigner = "/bench/node/KEY/<*>"\n'

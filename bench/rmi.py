@@ -445,11 +445,13 @@ def make_trust(workdir: str) -> dict[str, str]:
     those the host refuses the client node and has no route back to it)."""
     from icnd.name import Name
     from icnd.security import Ed25519Key
-    from icnd.trust import issue, save_certificate, self_signed
+    from icnd.keyfiles import save_certificate
+    from icnd.trust import issue, self_signed
 
     anchor = Ed25519Key.generate(Name("/bench"))
     files = {"anchor": os.path.join(workdir, "anchor.cert"), "schema": os.path.join(workdir, "schema.toml")}
-    save_certificate(self_signed(anchor), files["anchor"])
+    now = time.time()
+    save_certificate(self_signed(anchor, now=now), files["anchor"])
     for who, identity in (("host", "/node/host"), ("client", "/node/client"), ("alice", "/bench/alice")):
         # a node's key under its routable /node/<name>: callers fetch its certificate there
         key = Ed25519Key.generate(Name(identity))
@@ -457,7 +459,7 @@ def make_trust(workdir: str) -> dict[str, str]:
         files[f"{who}.cert"] = os.path.join(workdir, f"{who}.cert")
         with open(files[f"{who}.key"], "wb") as f:
             f.write(key.to_bytes())
-        save_certificate(issue(anchor, key), files[f"{who}.cert"])
+        save_certificate(issue(anchor, key, now=now), files[f"{who}.cert"])
     with open(files["schema"], "w", encoding="utf-8") as f:
         f.write('anchors = ["anchor.cert"]\n'
                 '[[rule]]\nname = "answers"\ndata = "/fn/<**>"\nsigner = "/node/host/KEY/<*>"\n'

@@ -119,7 +119,7 @@ def _write_new(path: str, payload: bytes) -> None:
 
 def cmd_cert_self(args: argparse.Namespace) -> int:
     key = _load_key(args.key)
-    cert = self_signed(key, days=args.days)
+    cert = self_signed(key, now=time.time(), days=args.days)
     _write_new(args.out, encode(cert.data))
     _print_made(args, "certificate", cert.name.to_uri(), args.out)
     return 0
@@ -128,7 +128,7 @@ def cmd_cert_self(args: argparse.Namespace) -> int:
 def cmd_cert_issue(args: argparse.Namespace) -> int:
     issuer = _load_key(args.issuer)
     subject = _load_subject(args.key)
-    cert = issue(issuer, subject, days=args.days)
+    cert = issue(issuer, subject, now=time.time(), days=args.days)
     _write_new(args.out, encode(cert.data))
     _print_made(args, "certificate", cert.name.to_uri(), args.out)
     return 0

@@ -30,6 +30,11 @@ from icnd.cli.output import duration, format_table, print_json, print_text, term
 from icnd.name import Name
 from icnd.packet import ContentType
 
+Record = dict[str, Any]
+"""One JSON object a node sent (its status, a face, a route, a neighbour): decoded
+from the management reply and read by field name, so its values are whatever the
+node put there."""
+
 Human = Callable[[argparse.Namespace, Any], str]
 """The text a person sees for a command's result (given the arguments too)."""
 
@@ -123,7 +128,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _neighbours(socket: str | None) -> list[dict] | None:
+def _neighbours(socket: str | None) -> list[Record] | None:
     """The routing neighbours for the summary; None when routing is off (the command refused)."""
     try:
         neighbours = session.command(socket, "routing", "status").get("neighbors")
@@ -137,7 +142,7 @@ SUMMARY_COUNTERS = ("interests_in", "interests_out", "data_in", "data_out", "nac
 """The counters ``icnd status`` shows by default (``--all``: every one), four to a line."""
 
 
-def status_summary(status: dict, neighbours: list[dict] | None = None) -> str:
+def status_summary(status: Record, neighbours: list[Record] | None = None) -> str:
     """What ``icnd status`` prints (like ``nfdc status``): who the node is, its
     table sizes, its neighbours when it has any, and the key counters."""
     tables = status.get("tables") or {}
@@ -169,7 +174,7 @@ def status_summary(status: dict, neighbours: list[dict] | None = None) -> str:
     return format_table(rows) + "\n(every counter and table: icnd status --all; as JSON: --json)"
 
 
-def _status(args: argparse.Namespace, status: dict) -> str:
+def _status(args: argparse.Namespace, status: Record) -> str:
     rows = [
         ("name", status.get("name")),
         ("version", status.get("version")),
@@ -196,7 +201,7 @@ def _content_type(number: int) -> str:
         return str(number)
 
 
-def _link_text(face: dict) -> str:
+def _link_text(face: Record) -> str:
     link = face.get("link") or {}
     bandwidth = f"{link.get('bandwidth_mbps', 0):g} Mbit/s" if link.get("bandwidth_mbps") else "unlimited"
     head = (f"face {face['id']} {face['remote_uri']}: delay {link.get('delay_ms', 0):g} ms, "
@@ -206,7 +211,7 @@ def _link_text(face: dict) -> str:
     return head + ("\n" + format_table(sorted(stats.items()), indent=2) if stats else "")
 
 
-def _face_flags(face: dict) -> str:
+def _face_flags(face: Record) -> str:
     """``local``, then the face's persistency as NFD names it: ``permanent`` (a face the configuration
     names: reconnected, never dropped; ``down`` while its peer is away), ``persistent`` (made by
     ``face create`` or ``route add``: never closed as idle) or ``on-demand`` (a peer's, closed when idle)."""
@@ -218,7 +223,7 @@ def _face_flags(face: dict) -> str:
     return ",".join(flags)
 
 
-def _face_rows(faces: list[dict]) -> Iterable[Sequence[Any]]:
+def _face_rows(faces: list[Record]) -> Iterable[Sequence[Any]]:
     for f in faces:
         counters = f["counters"]
         yield (f["id"], f["remote_uri"], f["local_uri"], _face_flags(f), counters.get("in_packets", 0),

@@ -11,7 +11,7 @@ import argparse
 from typing import Any
 
 from icnd.cli.errors import CliError
-from icnd.cli.nfdc import Verb, add_verb, table
+from icnd.cli.nfdc import Record, Verb, add_verb, table
 from icnd.cli.options import Parents, add_command, add_group, arg, nonneg_int, positive_int, positive_seconds
 from icnd.cli.output import format_table, jsonable, print_json
 from icnd.cli.session import with_client
@@ -81,7 +81,7 @@ def cmd_contribute(args: argparse.Namespace) -> int:
     return 0
 
 
-def _group_text(args: argparse.Namespace, info: dict) -> str:
+def _group_text(args: argparse.Namespace, info: Record) -> str:
     rows = [("group", info["group"]), ("version", info["version"]), ("name", info["name"]),
             ("members", ", ".join(info["members"])), ("rendezvous", ", ".join(info["rendezvous"])),
             ("ops", ", ".join(info["ops"])), ("segment bytes", info["segment_bytes"]),

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, Iterable
 
-from icnd.cli.nfdc import Verb, add_table
+from icnd.cli.nfdc import Record, Verb, add_table
 from icnd.cli.options import Parents, arg, name_arg
 from icnd.cli.output import duration, format_table
 
@@ -55,12 +55,12 @@ def _shorten(prefixes: Iterable[str], width: int = PREFIXES_WIDTH) -> str:
     return f"{text} (+{rest} more)" if rest else text
 
 
-def _neighbor_rows(neighbors: list[dict]) -> list[tuple[Any, ...]]:
+def _neighbor_rows(neighbors: list[Record]) -> list[tuple[Any, ...]]:
     return [(n.get("name"), n.get("uri"), n.get("face"), n.get("state"), n.get("cost"), _ago(n.get("last_hello_s")))
             for n in neighbors]
 
 
-def _lsdb_rows(lsdb: list[dict]) -> list[tuple[Any, ...]]:
+def _lsdb_rows(lsdb: list[Record]) -> list[tuple[Any, ...]]:
     rows = []
     for record in sorted(lsdb, key=lambda r: str(r.get("origin"))):
         age = record.get("age_s")
@@ -70,7 +70,7 @@ def _lsdb_rows(lsdb: list[dict]) -> list[tuple[Any, ...]]:
     return rows
 
 
-def routing_text(args: argparse.Namespace | None, status: dict) -> str:
+def routing_text(args: argparse.Namespace | None, status: Record) -> str:
     """`icnd routing` for people: a summary line, the neighbours, the link-state
     database (one line per origin), the prefixes this node announces."""
     neighbors = status.get("neighbors") or []

@@ -21,8 +21,7 @@ from icnd.client import Client, connect
 from icnd.client.facade import load_identity, load_key
 from icnd.endpoint import resolve_socket_path
 from icnd.errors import CommandError, Error
-from icnd.keyfiles import load_schema
-from icnd.trust.cert import load_certificate
+from icnd.keyfiles import load_certificate, load_schema
 
 T = TypeVar("T")
 

@@ -45,13 +45,14 @@ while the client is connected (and for good once Data signed by that key
 was published through the node), so that others can fetch it.  A client with a key
 and no certificate publishes none: others verify what it signs only if they
 know its key (their key chain) or get its certificate some other way (a
-self-signed one, ``cert=self_signed(key)``, is enough for integrity-only
+self-signed one, ``cert=self_signed(key, now=time.time())``, is enough for integrity-only
 consumers; a schema never trusts it).  See docs/security.md.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Callable, Sequence
 
@@ -75,8 +76,8 @@ from icnd.objects.manifest import DEFAULT_SEGMENT_SIZE, Manifest
 from icnd.packet import ContentType, Data, Interest
 from icnd.reduction import consumer as reduction
 from icnd.security import DigestKey, Ed25519Key, KeyChain, SigningKey
-from icnd.trust.cert import Certificate, load_certificate
-from icnd.keyfiles import load_schema
+from icnd.trust.cert import Certificate
+from icnd.keyfiles import load_certificate, load_schema
 from icnd.trust.schema import Schema
 from icnd.trust.validator import Validator
 
@@ -114,7 +115,7 @@ class Client(FaceEndpoint):
         if key is not None:
             self.keychain.add_signing_key(key)
         # whom this client believes: the one validator (module docstring)
-        self.validator = Validator(trust, self.keychain)
+        self.validator = Validator(trust, self.keychain, clock=time.time)
         self.cert = cert  # this client's certificate (served under its key name), if it has one
         self._key_fetches: dict[Name, list[Any]] = {}  # key name -> [done event, Data or Error]: shared fetches
         if cert is not None:
@@ -298,7 +299,7 @@ class Client(FaceEndpoint):
         """Have the node drop what `publish`/`publish_object` stored under `name`; CommandError if it refuses."""
         await self.command("repo", "unpublish", name=Name(name).to_uri())
 
-    async def publish_object(self, name: NameLike, source: bytes | bytearray | memoryview | str | os.PathLike,
+    async def publish_object(self, name: NameLike, source: bytes | bytearray | memoryview | str | os.PathLike[str],
                              *, segment_size: int = DEFAULT_SEGMENT_SIZE, freshness: float | None = None,
                              progress: Callable[[int, int], None] | None = None) -> Manifest:
         """Publish bytes or a file of any size as a segmented, versioned object.
@@ -316,7 +317,7 @@ class Client(FaceEndpoint):
         return await objects.fetch_manifest(self, name, timeout=timeout, verify=verify)
 
     async def fetch_object(self, name: NameLike, *, timeout: float = 60.0, verify: bool = True,
-                           out: str | os.PathLike | bytearray | None = None,
+                           out: str | os.PathLike[str] | bytearray | None = None,
                            progress: Callable[[int, int], None] | None = None) -> bytes | bytearray:
         """Fetch a segmented object, checking every segment against the
         signed manifest; returns its bytes.  With `out` a path, the object is
@@ -335,7 +336,7 @@ class Client(FaceEndpoint):
     # --- collective reduction (icnd.reduction) ------------------------------------------------
     async def create_group(self, name: str, members: Sequence[str], *, rendezvous: Sequence[str] | None = None,
                            ops: Sequence[str] | None = None, segment_bytes: int | None = None,
-                           deadline: float | None = None, timeout: float = 10.0) -> dict:
+                           deadline: float | None = None, timeout: float = 10.0) -> dict[str, Any]:
         """Make (a new version of) reduction group `name`: a descriptor signed by
         the node and announced to every member's node and rendezvous.  Members
         are ids (``"w1"``: member w1 on node w1) or ``"id@node"``; `rendezvous`
@@ -346,7 +347,7 @@ class Client(FaceEndpoint):
         return await reduction.create_group(self, name, members, rendezvous=rendezvous, ops=ops,
                                             segment_bytes=segment_bytes, deadline=deadline, timeout=timeout)
 
-    async def group(self, name: str, version: int | None = None) -> dict:
+    async def group(self, name: str, version: int | None = None) -> dict[str, Any]:
         """The descriptor of group `name` as the node knows it (latest version by default)."""
         args: dict[str, Any] = {} if version is None else {"version": version}
         info = await self.command("group", "show", name=name, **args)
@@ -354,7 +355,7 @@ class Client(FaceEndpoint):
         return info
 
     async def contribute(self, group: str, round: int, array: Any, member: str | None = None, *,
-                         timeout: float = 30.0) -> dict:
+                         timeout: float = 30.0) -> dict[str, Any]:
         """Make `array` member `member`'s (default: this node's name) contribution
         to `round` of `group`, served by this node (segmented, never pickled);
         all of it handed over within `timeout` seconds."""
@@ -424,7 +425,7 @@ class Client(FaceEndpoint):
         stops serving), 409 on a node without routing."""
         await self.command("routing", "withdraw", prefix=Name(prefix).to_uri())
 
-    async def routing(self) -> dict:
+    async def routing(self) -> dict[str, Any]:
         """The node's routing state, as ``icnd routing --json`` prints it:
         neighbours, link-state database, announced prefixes, counters."""
         return await self.command("routing", "status")
@@ -493,7 +494,7 @@ class Client(FaceEndpoint):
             self._node_name = Name((await self.status())["name"])
         return self._node_name
 
-    async def status(self) -> dict:
+    async def status(self) -> dict[str, Any]:
         """The node's status as ``icnd status --json`` prints it (docs/management.md)."""
         return await self.command("status", "get")
 
@@ -504,8 +505,8 @@ class Client(FaceEndpoint):
 
 
 @asynccontextmanager
-async def connect(path: str | None = None, *, key: SigningKey | str | os.PathLike | None = None,
-                  cert: Certificate | str | os.PathLike | None = None, trust: Schema | str | os.PathLike | None = None,
+async def connect(path: str | None = None, *, key: SigningKey | str | os.PathLike[str] | None = None,
+                  cert: Certificate | str | os.PathLike[str] | None = None, trust: Schema | str | os.PathLike[str] | None = None,
                   keychain: KeyChain | None = None, timeout: float = 5.0) -> AsyncIterator[Client]:
     """Connect to the local node (socket path resolved as `icnd run` does).
 
@@ -539,8 +540,8 @@ async def connect(path: str | None = None, *, key: SigningKey | str | os.PathLik
         raise lone(group) from None
 
 
-def load_identity(key: SigningKey | str | os.PathLike | None, cert: Certificate | str | os.PathLike | None,
-                  trust: Schema | str | os.PathLike | None) -> tuple[SigningKey | None, Certificate | None,
+def load_identity(key: SigningKey | str | os.PathLike[str] | None, cert: Certificate | str | os.PathLike[str] | None,
+                  trust: Schema | str | os.PathLike[str] | None) -> tuple[SigningKey | None, Certificate | None,
                                                                       Schema | None]:
     """`connect`'s key, cert and trust arguments loaded (paths read); ValueError
     (a `SchemaError` for the schema) or OSError naming the file or the mismatch."""
@@ -559,7 +560,7 @@ def load_identity(key: SigningKey | str | os.PathLike | None, cert: Certificate 
     return key, cert, trust
 
 
-def load_key(path: str | os.PathLike) -> Ed25519Key:
+def load_key(path: str | os.PathLike[str]) -> Ed25519Key:
     """An Ed25519 key file (``icnd keygen``); ValueError or OSError naming it."""
     path = os.fspath(path)
     with open(path, "rb") as f:

@@ -203,8 +203,9 @@ class Caller:
             self._cert_wire = (cert, encode(cert.data))
         return self._cert_wire[1]
 
-    async def call(self, fn: Name, args: tuple, *, timeout: float, pure: bool, lifetime: float = TI_LIFETIME,
-                   segment_size: int = DEFAULT_SEGMENT_SIZE, reflexive: bool = False) -> Any:
+    async def call(self, fn: Name, args: tuple[Any, ...], *, timeout: float, pure: bool,
+                   lifetime: float = TI_LIFETIME, segment_size: int = DEFAULT_SEGMENT_SIZE,
+                   reflexive: bool = False) -> Any:
         """The result of `fn` applied to `args` (see `Client.call`)."""
         encoded = [encode_value(a) for a in args]
         if len(encoded) > MAX_ARGS:
@@ -399,9 +400,8 @@ class Caller:
                 return decode_value(data.content)
             if data.content_type != ContentType.THUNK:
                 raise RemoteError("protocol", f"{data.name}: unexpected content type {data.content_type}")
-            thunk = _parse_thunk(data)
-            await trio.sleep(min(thunk["eta_ms"] / 1000.0, MAX_POLL_WAIT, max(deadline - trio.current_time(), 0)))
-            name = Name(thunk["name"])
+            name, eta_ms = _parse_thunk(data)
+            await trio.sleep(min(eta_ms / 1000.0, MAX_POLL_WAIT, max(deadline - trio.current_time(), 0)))
             found = await fetch(ep, name, can_be_prefix=True, must_be_fresh=True, verify=False,
                                 timeout=min(TI_LIFETIME, max(deadline - trio.current_time(), 0.05)),
                                 routes_until=deadline)
@@ -441,12 +441,12 @@ def _segment_digests(blob: bytes, segment_size: int) -> bytes:
     return b"".join(hashlib.sha256(blob[i * segment_size:(i + 1) * segment_size]).digest() for i in range(n))
 
 
-def _parse_thunk(data: Data) -> dict:
+def _parse_thunk(data: Data) -> tuple[Name, int]:
+    """A thunk's (result name, ETA in ms); RemoteError if it is not one."""
     try:
         body = msgpack.unpackb(data.content, raw=False)
         if not isinstance(body.get("name"), str) or type(body.get("eta_ms")) is not int:
             raise ValueError
-        Name(body["name"])
-        return body
+        return Name(body["name"]), body["eta_ms"]
     except Exception:
         raise RemoteError("protocol", f"{data.name}: malformed thunk") from None

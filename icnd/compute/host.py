@@ -33,6 +33,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any, TypedDict
 
 import msgpack
 import trio
@@ -156,6 +157,19 @@ class _NotOurs(Exception):
         self.answer = answer
 
 
+CallKey = tuple[tuple[bytes, ...], bytes]
+"""A call as the host knows it: (its function prefix's components, its call-id
+component) for the call-id table; (prefix components, digest of the arguments)
+for the memo of pure results."""
+
+
+class ArgumentPlan(TypedDict):
+    """A caller's argument manifest once checked: what to pull, and in what pieces."""
+
+    segment_size: int
+    args: list[tuple[int, bytes]]  # per argument: (size in bytes, its segments' SHA-256 digests)
+
+
 @dataclass
 class Invocation:
     answer: Data | Nack | None = None
@@ -208,15 +222,15 @@ class FunctionHost:
         self._report_error_logged = False
         self.counters = dict.fromkeys(HOST_COUNTERS, 0)
         self.calls: dict[Name, int] = dict.fromkeys((f.prefix for f in functions), 0)  # per prefix (status page)
-        self._calls: OrderedDict[tuple, Invocation] = OrderedDict()
-        self._memo: OrderedDict[tuple, bytes] = OrderedDict()  # pure results, LRU, bounded in count and bytes
+        self._calls: OrderedDict[CallKey, Invocation] = OrderedDict()
+        self._memo: OrderedDict[CallKey, bytes] = OrderedDict()  # pure results, LRU, bounded in count and bytes
         self._memo_bytes = 0
         self.sessions = HostSessions(limits.max_sessions)  # granted to callers of small calls
         self.results = ThunkResults(ep, self.thunk_prefix, retention=limits.retention,
                                     max_tombstones=limits.max_tombstones)
         self._nursery: trio.Nursery | None = None
 
-    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, *, task_status: trio.TaskStatus[FunctionHost] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
             self._nursery = nursery
             for f in self.functions:
@@ -368,7 +382,7 @@ class FunctionHost:
             self.counters["fn_bad_calls"] += 1
             return self._error(interest.name, "no-such-function",
                                f"{interest.name}: expected {fn.prefix}/<call-id>/rnp=<R> or a params-sha256 call")
-        key = (fn.prefix.comps, rest[0])
+        key: CallKey = (fn.prefix.comps, rest[0])
         known = self._calls.get(key)
         if known is not None:  # a retransmitted trigger: the call-id runs once
             if known.answer is None:
@@ -407,7 +421,7 @@ class FunctionHost:
             invocation.settled.set()
         return invocation.answer
 
-    def _forget_call(self, key: tuple, invocation: Invocation) -> None:
+    def _forget_call(self, key: CallKey, invocation: Invocation) -> None:
         """Let the call-id run again (nothing ran under it)."""
         if self._calls.get(key) is invocation:
             del self._calls[key]
@@ -441,7 +455,7 @@ class FunctionHost:
         except ArgumentsRefused as exc:
             return self._error(ti.name, exc.code, str(exc))
         # 3. the arguments, pipelined and checked segment by segment
-        args = []
+        args: list[Any] = []
         for index, (size, digests) in enumerate(plan["args"]):
             arg_name = base.append_wire(ARG, generic(str(index)))
             manifest = Manifest(arg_name, 0, size, plan["segment_size"], digests)
@@ -455,7 +469,7 @@ class FunctionHost:
                 args.append(decode_value(blob))
             except DecodeError as exc:
                 return self._error(ti.name, "bad-arguments", f"argument {index}: {exc}")
-        return await self._start(fn, ti.name, args, memo_key=(fn.prefix.comps, self._args_digest(args, plan)))
+        return await self._start(fn, ti.name, args, memo_key=(fn.prefix.comps, self._args_digest(plan)))
 
     async def _small_call(self, fn: HostedFunction, ti: Interest) -> Data:
         """A call whose arguments and proof of identity ride in the trigger:
@@ -550,7 +564,9 @@ class FunctionHost:
         return key_name if ok else None
 
     @staticmethod
-    def _args_digest(args: list, plan: dict) -> bytes:
+    def _args_digest(plan: ArgumentPlan) -> bytes:
+        """The memo key of a call's arguments: a digest over their segment digests
+        (each argument was checked against them as it was pulled)."""
         h = hashlib.sha256()
         for _, digests in plan["args"]:
             h.update(digests)
@@ -576,7 +592,7 @@ class FunctionHost:
         except Exception:
             return None
 
-    def _check_manifest(self, data: Data) -> dict:
+    def _check_manifest(self, data: Data) -> ArgumentPlan:
         """The caller's argument manifest, checked; `ArgumentsRefused` says why not."""
         try:
             body = msgpack.unpackb(data.content, raw=False)
@@ -663,7 +679,7 @@ class FunctionHost:
         if not fn.info.pure:
             self.counters["fn_bad_calls"] += 1
             return self._error(interest.name, "not-pure", f"{fn.prefix} is not a pure function")
-        key = (fn.prefix.comps, interest.name.comps[-1])
+        key: CallKey = (fn.prefix.comps, interest.name.comps[-1])
         memo = self._memo_get(key)
         if memo is not None:
             return self._result_data(interest.name, memo, fn.info.freshness_ms)
@@ -685,13 +701,13 @@ class FunctionHost:
             self._admit(fn, -1)
 
     # --- the memo of pure results (bounded in entries and bytes, least recently used dropped) ---
-    def _memo_get(self, key: tuple) -> bytes | None:
+    def _memo_get(self, key: CallKey) -> bytes | None:
         result = self._memo.get(key)
         if result is not None:
             self._memo.move_to_end(key)
         return result
 
-    def _memo_put(self, key: tuple, result: bytes) -> None:
+    def _memo_put(self, key: CallKey, result: bytes) -> None:
         old = self._memo.pop(key, None)
         if old is not None:
             self._memo_bytes -= len(old)
@@ -705,7 +721,7 @@ class FunctionHost:
             self.counters["fn_memo_evictions"] += 1
 
     # --- running -----------------------------------------------------------------------------
-    async def _start(self, fn: HostedFunction, name: Name, args: list, *, memo_key: tuple,
+    async def _start(self, fn: HostedFunction, name: Name, args: list[Any], *, memo_key: CallKey,
                      pure_name: bool = False, signer: SigningKey | None = None) -> Data:
         """Run the call (or answer from the memo); the trigger's answer,
         signed by `signer` (a session's key) or the host's key."""
@@ -734,7 +750,7 @@ class FunctionHost:
             return self._thunk(name, job, 0.0, signer)
         return self._thunk(name, job, max(0.05, 2 * (trio.current_time() - job.started)), signer)
 
-    async def _run_job(self, fn: HostedFunction, args: list, job: Job, memo_key: tuple) -> None:
+    async def _run_job(self, fn: HostedFunction, args: list[Any], job: Job, memo_key: CallKey) -> None:
         """An async function in the loop, or a sync one in a worker process."""
         try:
             if fn.is_async:
@@ -751,7 +767,7 @@ class FunctionHost:
         else:
             self._job_done(fn, job, memo_key, result, None)
 
-    def _job_done(self, fn: HostedFunction, job: Job, memo_key: tuple, result: bytes | None,
+    def _job_done(self, fn: HostedFunction, job: Job, memo_key: CallKey, result: bytes | None,
                   error: tuple[str, str] | None) -> None:
         """A job finished (in the trio thread, with no await since: see `_start`)."""
         self._running[fn.prefix] -= 1

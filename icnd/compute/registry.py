@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar, overload
+from typing import Any, Callable, Sequence, TypeVar, overload
 
 from icnd.name import Name
 from icnd.trust.schema import Pattern
@@ -50,7 +50,7 @@ def function(_fn: F | None = None, *, pure: bool = False, freshness: float = 360
     return mark(_fn) if _fn is not None else mark
 
 
-def info(fn: Callable) -> FunctionInfo:
+def info(fn: Callable[..., Any]) -> FunctionInfo:
     return getattr(fn, _ATTR, FunctionInfo())
 
 
@@ -105,7 +105,7 @@ def target_of(fn: Callable[..., Any]) -> str | None:
         return None
 
 
-def hosted(prefix: str | Name, fn: Callable[..., Any], allow: list[str] | tuple = (),
+def hosted(prefix: str | Name, fn: Callable[..., Any], allow: Sequence[str | Name | Pattern] = (),
            target: str | None = None) -> HostedFunction:
     prefix = Name(prefix)
     if len(prefix) < 1:

@@ -385,7 +385,7 @@ class _Encoder:
             self.chunks.append(b"\xc6" + n.to_bytes(4, "big"))
             self.chunks.append(v)
 
-    def seq(self, v: list | tuple, depth: int, is_tuple: bool) -> None:
+    def seq(self, v: list[Any] | tuple[Any, ...], depth: int, is_tuple: bool) -> None:
         depth += 1
         if depth > MAX_DEPTH:
             raise _refuse_value(type(v).__name__, f"it is nested deeper than {MAX_DEPTH} levels (or contains itself)")
@@ -413,7 +413,7 @@ class _Encoder:
                 r.path.append(f"[{i}]")
                 raise
 
-    def map(self, v: dict, depth: int) -> None:
+    def map(self, v: dict[Any, Any], depth: int) -> None:
         depth += 1
         if depth > MAX_DEPTH:
             raise _refuse_value("dict", f"it is nested deeper than {MAX_DEPTH} levels (or contains itself)")
@@ -741,7 +741,7 @@ class _Decoder:
         self.limits = limits
         self.writable = writable
 
-    def list_hook(self, lst: list) -> list | tuple:
+    def list_hook(self, lst: list[Any]) -> list[Any] | tuple[Any, ...]:
         if lst and lst[0] is _MARK:
             del lst[0]
             return tuple(lst)
@@ -749,7 +749,7 @@ class _Decoder:
             raise DecodeError(f"list of {len(lst)} items exceeds the limit of {self.limits.max_length}")
         return lst
 
-    def map_hook(self, pairs: list) -> dict:
+    def map_hook(self, pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
         d = dict(pairs)
         if len(d) != len(pairs):
             raise DecodeError("duplicate key in a dict")

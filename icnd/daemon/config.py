@@ -224,13 +224,13 @@ def from_dict(raw: dict[str, Any], origin: str = "<config>") -> NodeConfig:
     return cfg
 
 
-def _table_list(value: Any, where: str) -> list[dict]:
+def _table_list(value: Any, where: str) -> list[dict[str, Any]]:
     if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
         raise ConfigError(f"{where}: expected an array of tables ([[...]])")
     return value
 
 
-def _route(v: dict, where: str) -> RouteSpec:
+def _route(v: dict[str, Any], where: str) -> RouteSpec:
     extra = set(v) - {"prefix", "face", "cost"}
     if extra:
         raise ConfigError(f"{where}: unknown key(s) {sorted(extra)}")
@@ -242,7 +242,7 @@ def _route(v: dict, where: str) -> RouteSpec:
     return RouteSpec(v["prefix"], v["face"], cost)
 
 
-def _neighbor(v: dict, where: str) -> NeighborConfig:
+def _neighbor(v: dict[str, Any], where: str) -> NeighborConfig:
     extra = set(v) - {"uri", "cost"}
     if extra:
         raise ConfigError(f"{where}: unknown key(s) {sorted(extra)}")
@@ -272,7 +272,7 @@ def _routing(value: Any, where: str) -> RoutingConfig:
     return routing
 
 
-def _function(v: dict, where: str) -> FunctionSpec:
+def _function(v: dict[str, Any], where: str) -> FunctionSpec:
     extra = set(v) - {"target", "prefix", "allow"}
     if extra:
         raise ConfigError(f"{where}: unknown key(s) {sorted(extra)}")
@@ -291,7 +291,7 @@ def _function(v: dict, where: str) -> FunctionSpec:
     return FunctionSpec(v["target"], v["prefix"], list(allow))
 
 
-def _group(v: dict, where: str) -> GroupConfig:
+def _group(v: dict[str, Any], where: str) -> GroupConfig:
     extra = set(v) - {"name", "members", "rendezvous", "ops", "segment_bytes", "deadline_ms"}
     if extra:
         raise ConfigError(f"{where}: unknown key(s) {sorted(extra)}")

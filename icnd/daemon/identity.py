@@ -44,7 +44,7 @@ def load_identity(config: NodeConfig, name: Name, keychain: KeyChain) -> Identit
     key = _load_key(config, name)
     keychain.add_signing_key(key)
     cert, schema = _load_trust(config, key)
-    validator = Validator(schema, keychain)
+    validator = Validator(schema, keychain, clock=time.time)  # certificate validity is wall-clock time
     validator.offer([cert])
     _warn_foreign_key(config, name, key)
     return Identity(key, cert, validator)
@@ -92,7 +92,7 @@ def _load_trust(config: NodeConfig, key: Ed25519Key) -> tuple[Certificate, Schem
         if problem:
             log.warning("--cert %s: the certificate %s is %s", config.cert, cert.name, problem)
     else:
-        cert = self_signed(key)
+        cert = self_signed(key, now=time.time())
     schema = None
     if config.trust:
         try:

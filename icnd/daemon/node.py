@@ -570,7 +570,7 @@ class Node:
             try:
                 if routing is not None and packet.name.comps[:3] == ROUTING_SCOPE:
                     component = "routing"
-                    routing.receive(face, packet)  # type: ignore[arg-type]
+                    routing.receive(face, packet)
                     return
                 if scopes and type(packet) is Interest and packet.name.comps[:2] in scopes:
                     component = "management"

@@ -59,7 +59,7 @@ from icnd.daemon.containment import HandlerErrors
 from icnd.errors import CommandError, VerificationError
 from icnd.faces import Face, LinkService, Unsendable
 from icnd.name import Name, generic
-from icnd.packet import Data, Interest, SigType
+from icnd.packet import Data, Interest, Packet, SigType
 from icnd.security import KEY_ID_LEN, SigningKey, make_data
 from icnd.trust import Certificate, Validator
 from icnd.trust.cert import CertificateError, key_name_of, parse_key_data
@@ -185,8 +185,9 @@ class RoutingShell:
         else:
             self.router.face_gone(face)
 
-    def receive(self, face: Face, packet: Interest | Data) -> None:
-        """A routing packet from a non-local face (the node's receive path checked `wants`)."""
+    def receive(self, face: Face, packet: Packet) -> None:
+        """A routing packet from a non-local face (the node's receive path checked `wants`);
+        a Nack is dropped (the router takes Interests and Data only, and retries on its own timers)."""
         now = trio.current_time()
         if type(packet) is Interest:
             self._apply(self.router.on_interest(face.id, packet, now))

@@ -128,12 +128,18 @@ class UdpFaceCounters(FaceCounters):
     late_fragments: int = 0
 
 
+SockAddr = tuple[str, int] | tuple[str, int, int, int]
+"""A peer's socket address as `recvfrom` reports it and `sendto` takes it:
+(host, port) on an IPv4 socket, (host, port, flowinfo, scope id) on an IPv6
+one; faces are keyed by it."""
+
+
 class UdpFace(Face):
     """One remote address on a `UdpListener`'s socket."""
 
     counters: UdpFaceCounters
 
-    def __init__(self, listener: UdpListener, address: tuple, *, persistent: bool) -> None:
+    def __init__(self, listener: UdpListener, address: SockAddr, *, persistent: bool) -> None:
         super().__init__(
             remote_uri=_address_uri(address), local_uri=listener.local_uri, local=False, persistent=persistent
         )
@@ -314,7 +320,7 @@ class UdpListener(Listener):
         sock.setblocking(False)
         self._sock = sock
         self._on_new_face = on_new_face
-        self._faces: dict[tuple, UdpFace] = {}
+        self._faces: dict[SockAddr, UdpFace] = {}
         self.limits = limits
         self.counters = ListenerCounters()
         self._budget = ReassemblyBudget(limits.reassembly_bytes)
@@ -360,6 +366,8 @@ class UdpListener(Listener):
         except socket.gaierror as exc:
             raise OSError(f"cannot reach udp host {host!r} from {self.local_uri}: {exc.strerror}") from exc
         address = infos[0][4]
+        if isinstance(address[0], int):  # typeshed also allows (int, bytes), which an IP socket never gives
+            raise OSError(f"cannot reach udp host {host!r} from {self.local_uri}: not an IP address")
         face = self._faces.get(address)
         if face is None:
             face = UdpFace(self, address, persistent=True)
@@ -451,7 +459,7 @@ class UdpListener(Listener):
         oldest._close_now("evicted: idle, its slot went to a new peer")
         return True
 
-    def _new_face(self, address: tuple) -> UdpFace | None:
+    def _new_face(self, address: SockAddr) -> UdpFace | None:
         if self._on_new_face is None:
             return None  # a standalone face's socket talks to its one peer only
         if len(self._faces) >= self.limits.udp_max_faces and not self._make_room():
@@ -579,7 +587,7 @@ async def connect_udp(uri: str | FaceUri, *, mtu: int = DEFAULT_MTU) -> UdpFace:
     return face
 
 
-def _address_uri(address: tuple) -> str:
+def _address_uri(address: SockAddr) -> str:
     host = address[0]
     if host.startswith("::ffff:") and "." in host:
         host = host[7:]  # an IPv4 peer on a dual-stack socket

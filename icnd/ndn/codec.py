@@ -119,6 +119,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 import msgpack
 
@@ -282,6 +283,7 @@ def nack_reason_from_ndn(code: int | None) -> NackReason:
 # --- params-digest translation memory ------------------------------------------------
 
 Comps = tuple[bytes, ...]
+_Entry = TypeVar("_Entry")
 
 
 class NdnNameMap:
@@ -315,7 +317,7 @@ class NdnNameMap:
     def remember_inbound(self, ndn: Comps, icnd: Comps) -> None:
         self._put(self._in, ndn, icnd)
 
-    def _put(self, table: OrderedDict, key: Comps, value: object) -> None:
+    def _put(self, table: OrderedDict[Comps, _Entry], key: Comps, value: _Entry) -> None:
         table[key] = value
         table.move_to_end(key)
         if len(table) > self.capacity:

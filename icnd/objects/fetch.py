@@ -305,7 +305,7 @@ class _SegmentDigests:
         return b"".join(self.digests)
 
 
-async def publish_object(ep: Endpoint, name: NameLike, source: bytes | bytearray | memoryview | str | os.PathLike,
+async def publish_object(ep: Endpoint, name: NameLike, source: bytes | bytearray | memoryview | str | os.PathLike[str],
                          *, segment_size: int = DEFAULT_SEGMENT_SIZE, freshness: float | None = None,
                          progress: Progress | None = None) -> Manifest:
     """Upload bytes or a file as a segmented, versioned object (see `Client.publish_object`)."""
@@ -460,7 +460,7 @@ class FetchStats:
 
 
 async def fetch_object(ep: Endpoint, name: NameLike, *, timeout: float = 60.0, verify: bool = True,
-                       out: str | os.PathLike | bytearray | None = None,
+                       out: str | os.PathLike[str] | bytearray | None = None,
                        progress: Progress | None = None, stats: FetchStats | None = None) -> bytes | bytearray:
     """Fetch a segmented object, each segment checked against the signed
     manifest (see `Client.fetch_object`); never hangs past `timeout`.  With
@@ -475,7 +475,7 @@ async def fetch_object(ep: Endpoint, name: NameLike, *, timeout: float = 60.0, v
 
 
 async def _fetch_object(ep: Endpoint, name: Name, timeout: float, verify: bool,
-                        out: str | os.PathLike | bytearray | None, progress: Progress | None,
+                        out: str | os.PathLike[str] | bytearray | None, progress: Progress | None,
                         stats: FetchStats | None) -> bytes | bytearray:
     deadline = trio.current_time() + timeout
     try:
@@ -508,7 +508,7 @@ async def _fetch_object(ep: Endpoint, name: Name, timeout: float, verify: bool,
         raise Timeout(f"{name}: object not complete within {timeout:g}s") from None
 
 
-async def _from_shared_memory(ep: Endpoint, manifest: Manifest, out: str | os.PathLike | bytearray | None,
+async def _from_shared_memory(ep: Endpoint, manifest: Manifest, out: str | os.PathLike[str] | bytearray | None,
                               progress: Progress | None, stats: FetchStats | None,
                               timeout: float) -> bytes | bytearray | None:
     """The object from the client's own node without a segment crossing the
@@ -573,7 +573,7 @@ async def _from_shared_memory(ep: Endpoint, manifest: Manifest, out: str | os.Pa
     return b""
 
 
-async def _single(ep: Endpoint, data: Data, out: str | os.PathLike | bytearray | None, verify: bool,
+async def _single(ep: Endpoint, data: Data, out: str | os.PathLike[str] | bytearray | None, verify: bool,
                   timeout: float, progress: Progress | None) -> bytes | bytearray:
     """A plain (unsegmented) Data where an object was asked for."""
     if verify:
@@ -592,7 +592,7 @@ async def _single(ep: Endpoint, data: Data, out: str | os.PathLike | bytearray |
 
 
 @contextlib.contextmanager
-def _output_file(out: str | os.PathLike) -> Iterator[BinaryIO]:
+def _output_file(out: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     """A file to write an object into, all or nothing: a regular file (or a
     new name) is written as a temporary file in the same directory and
     renamed over `out` only when the body succeeds; on any failure

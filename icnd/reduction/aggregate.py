@@ -815,7 +815,7 @@ def _named_missing(desc: Any, detail: str) -> tuple[set[int], str | None]:
     return named, why if named else None
 
 
-def _error_of(data: Data) -> tuple[str, str, list]:
+def _error_of(data: Data) -> tuple[str, str, list[Any]]:
     """(code, message, layouts) of an error Data; layouts only from a well-formed mismatch."""
     try:
         body = msgpack.unpackb(data.content, raw=False, max_bin_len=0, max_str_len=4096)

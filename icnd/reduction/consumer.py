@@ -118,7 +118,7 @@ async def node_id(ep: Endpoint) -> str:
 
 async def create_group(ep: Endpoint, name: str, members: Sequence[str], *, rendezvous: Sequence[str] | None,
                        ops: Sequence[str] | None, segment_bytes: int | None, deadline: float | None,
-                       timeout: float) -> dict:
+                       timeout: float) -> dict[str, Any]:
     args: dict[str, Any] = {"name": name, "members": [str(m) for m in members]}
     if rendezvous:
         args["rendezvous"] = list(rendezvous)
@@ -170,7 +170,7 @@ async def allreduce(ep: Endpoint, group: str, rnd: int, array: Any, op: str, mem
 
 async def contribute(ep: Endpoint, group: str, rnd: int, array: Any, member: str | None,
                      timeout: float = 30.0, *, described: tuple[GroupDescriptor, bytes] | None = None,
-                     sign: bool = False) -> dict:
+                     sign: bool = False) -> dict[str, Any]:
     """Make `array` `member`'s contribution to round `rnd` of `group`.  `sign`
     (a member of this client's own node only): the node signs every segment
     with its key, for consumers that fetch the contribution itself
@@ -261,7 +261,7 @@ async def _contribute_shm(ep: Endpoint, group: str, rnd: int, member: str, dt: n
     return int(result["added"])
 
 
-async def _contribute_remote(ep: Endpoint, node: str, member: str, data: Data, timeout: float) -> dict:
+async def _contribute_remote(ep: Endpoint, node: str, member: str, data: Data, timeout: float) -> dict[str, Any]:
     """One contribution segment to `member`'s node `node`: an Interest
     ``/node/<node>/member/<member>/contribute`` carrying the segment's Data."""
     interest = Interest.with_params(remote_contribute_name(node, member), encode(data),

@@ -118,7 +118,7 @@ import math
 import os
 import time
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -460,7 +460,7 @@ class _Run:
     def name_for(self, dst: str, obj: str | None) -> Name:
         return Name(f"{node_prefix(dst)}/{_object_suffix(obj) if obj is not None else self.object_name}")
 
-    def start_fetch(self, src: str, dst: str, obj: str | None, then=None) -> None:
+    def start_fetch(self, src: str, dst: str, obj: str | None, then: Callable[[], None] | None = None) -> None:
         net = self.net
         node = net.nodes[src]
         name = self.name_for(dst, obj)

@@ -149,7 +149,7 @@ class NodeHandle:
         self.udp_uri = ""
         self.tcp_uri = ""
         self.listen: list[str] = []
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._start: int | None = None
 
     @property
@@ -163,7 +163,7 @@ class NodeHandle:
     def __repr__(self) -> str:
         return f"NodeHandle({self.name!r}, pid={self.pid}, socket={self.socket!r}, alive={self.alive})"
 
-    def _state(self) -> dict:
+    def _state(self) -> dict[str, Any]:
         return {
             "pid": self.pid,
             "start": self._start,
@@ -232,7 +232,7 @@ class Network:
             raise LaunchError("the topology is not running")
         return await self._nursery.start(self._client_task, handle.socket)
 
-    async def status(self, node: str | NodeHandle) -> dict:
+    async def status(self, node: str | NodeHandle) -> dict[str, Any]:
         """``node``'s status (the same object as ``icnd status --json``)."""
         async with _connect(self._handle(node).socket) as client:
             return await client.status()
@@ -407,7 +407,8 @@ class Network:
         except KeyError:
             raise KeyError(f"no link {na}-{nb} in {self.spec.source}") from None
 
-    async def _client_task(self, socket_path: str, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    async def _client_task(self, socket_path: str, *,
+                           task_status: trio.TaskStatus[Client] = trio.TASK_STATUS_IGNORED) -> None:
         started = False
         try:
             async with _connect(socket_path) as client:
@@ -427,7 +428,7 @@ class Network:
                 clients[name] = await stack.enter_async_context(_connect(self._nodes[name].socket))
             yield clients
 
-    def _state(self) -> dict:
+    def _state(self) -> dict[str, Any]:
         return {
             "format": STATE_FORMAT,
             "source": self.spec.source,
@@ -623,10 +624,10 @@ class Network:
         other end's neighbour face opened (new after every reconnect, hence looked up again on each
         link change).  An end not (yet) connected contributes what it has."""
         ends = [e for e in link.ends if e in clients]
-        lists: dict[str, list[dict]] = {}
+        lists: dict[str, list[dict[str, Any]]] = {}
         for end in ends:
             lists[end] = await clients[end].command("face", "list", timeout=COMMAND_TIMEOUT)
-        neighbour_face: dict[str, dict] = {}
+        neighbour_face: dict[str, dict[str, Any]] = {}
         for end in ends:
             uri = self._peer_uri(end, link.other(end), link)
             face = next((f for f in lists[end] if f["remote_uri"] == uri), None)

@@ -18,7 +18,14 @@ The certificate is signed (Ed25519) by its issuer, whose key name is its key
 locator; a self-signed one by the key it certifies.
 
 A certificate file is the certificate's wire encoding (`icnd.codec.encode`),
-exactly the bytes a node serves; `icnd.keyfiles` reads and writes them.  Key files are `icnd.security.Ed25519Key`'s.
+exactly the bytes a node serves; `icnd.keyfiles` reads and writes them (this
+module parses bytes, `certificate_from_bytes`, and touches no file).  Key
+files are `icnd.security.Ed25519Key`'s.
+
+Making a certificate takes the time from the caller (``now=``, seconds since
+the epoch): it is the certificate's version and the start of its validity,
+and this package reads no clock (it is sans-IO: the CLI and the daemon pass
+the wall clock, tests and simulations whatever time they are at).
 
 Also accepted where no trust schema applies (`parse_key_data`): the bare key
 Data of earlier versions (content type KEY, content the 32 raw bytes).
@@ -27,14 +34,12 @@ Data of earlier versions (content type KEY, content the 32 raw bytes).
 from __future__ import annotations
 
 import hashlib
-import os
-import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import msgpack
 
-from icnd.codec import decode, encode, implicit_digest
+from icnd.codec import decode, implicit_digest
 from icnd.errors import DecodeError, Error
 from icnd.name import T_GENERIC, T_VERSION, Name, decode_nonneg, generic, version
 from icnd.packet import ContentType, Data, SigType
@@ -185,11 +190,12 @@ def parse_key_data(data: Data) -> bytes:
     return parse_certificate(data).public_key
 
 
-def make_certificate(subject: Name, public_key: bytes, issuer: Ed25519Key, *, days: float = DEFAULT_DAYS,
-                     now: float | None = None, not_before: float | None = None) -> Certificate:
+def make_certificate(subject: Name, public_key: bytes, issuer: Ed25519Key, *, now: float,
+                     days: float = DEFAULT_DAYS, not_before: float | None = None) -> Certificate:
     """A certificate for the key named `subject` (``/<id>/KEY/<key-id>``) with
     raw `public_key`, signed by `issuer` (self-signed when `issuer` holds
-    that very key).  Valid from `not_before` (default: now) for `days`."""
+    that very key), issued at `now` (seconds since the epoch: the caller's
+    clock).  Valid from `not_before` (default: `now`) for `days`."""
     if len(public_key) != 32:
         raise ValueError("an Ed25519 public key is 32 bytes")
     if len(subject) < 3 or subject.comps[-2] != KEY:
@@ -198,7 +204,6 @@ def make_certificate(subject: Name, public_key: bytes, issuer: Ed25519Key, *, da
         raise ValueError(f"{subject}: the key id does not match the public key")
     if not 0 < days <= 3_000_000:  # also NaN and infinity; the end must still fall before the year 9999
         raise ValueError("a certificate's validity is a positive number of days (before the year 9999)")
-    now = time.time() if now is None else now
     start_ms = int(1000 * (now if not_before is None else not_before))
     end_ms = start_ms + int(days * _DAY_MS)
     if not 0 <= start_ms <= end_ms <= MAX_TIME_MS:
@@ -212,17 +217,19 @@ def make_certificate(subject: Name, public_key: bytes, issuer: Ed25519Key, *, da
     return parse_certificate(data)
 
 
-def self_signed(key: Ed25519Key, *, days: float = DEFAULT_DAYS, now: float | None = None) -> Certificate:
-    """A self-signed certificate of `key` (a trust anchor, or a node's default)."""
-    return make_certificate(key.name, key.public_bytes(), key, days=days, now=now)
+def self_signed(key: Ed25519Key, *, now: float, days: float = DEFAULT_DAYS) -> Certificate:
+    """A self-signed certificate of `key` (a trust anchor, or a node's
+    default), issued at `now` (seconds since the epoch)."""
+    return make_certificate(key.name, key.public_bytes(), key, now=now, days=days)
 
 
-def issue(issuer: Ed25519Key, subject: Ed25519Key | Certificate, *, days: float = DEFAULT_DAYS,
-          now: float | None = None) -> Certificate:
-    """`subject`'s key (a key, or any certificate of it) certified by `issuer`."""
+def issue(issuer: Ed25519Key, subject: Ed25519Key | Certificate, *, now: float,
+          days: float = DEFAULT_DAYS) -> Certificate:
+    """`subject`'s key (a key, or any certificate of it) certified by
+    `issuer`, issued at `now` (seconds since the epoch)."""
     if isinstance(subject, Certificate):
-        return make_certificate(subject.key_name, subject.public_key, issuer, days=days, now=now)
-    return make_certificate(subject.name, subject.public_bytes(), issuer, days=days, now=now)
+        return make_certificate(subject.key_name, subject.public_key, issuer, now=now, days=days)
+    return make_certificate(subject.name, subject.public_bytes(), issuer, now=now, days=days)
 
 
 def certificate_from_bytes(buf: bytes, source: str = "certificate") -> Certificate:
@@ -245,23 +252,3 @@ def certificate_from_bytes(buf: bytes, source: str = "certificate") -> Certifica
     except CertificateError as exc:
         raise CertificateError(f"{source}: {exc}") from None
 
-
-def load_certificate(path: str | os.PathLike[str]) -> Certificate:
-    """Read a certificate file; CertificateError (or OSError) naming the file.
-
-    For the callers that still load it from here: `icnd.keyfiles` is where
-    certificate files are read and written (this package is to read none)."""
-    path = os.fspath(path)
-    with open(path, "rb") as f:
-        buf = f.read(MAX_CERT_FILE + 1)
-    return certificate_from_bytes(buf, path)
-
-
-def save_certificate(cert: Certificate, path: str | os.PathLike[str]) -> None:
-    """Write `cert` to `path` (atomically: a temporary file renamed); as
-    `load_certificate`, `icnd.keyfiles.save_certificate` is the shell's."""
-    path = os.fspath(path)
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as f:
-        f.write(encode(cert.data))
-    os.replace(tmp, path)

@@ -7,7 +7,10 @@ call answers) and by nodes (function callers, group descriptors,
 contributions; link state).  It does no I/O of its own: certificates it does
 not hold are asked of `fetch` (an async callable the caller supplies: the
 client's or the node's way of expressing an Interest), and the time is
-`clock()`, injectable for tests.
+`clock()`, a callable the caller supplies too (seconds since the epoch:
+``time.time`` in clients and daemons, a fixed or virtual time in tests and
+simulations), since certificate validity is a matter of wall-clock time and
+this package reads no clock.
 
 **With a trust schema** (`icnd.trust.schema.Schema`), a Data is accepted
 only if
@@ -41,7 +44,6 @@ forger who also serves the key.
 from __future__ import annotations
 
 import functools
-import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Iterable
@@ -77,8 +79,9 @@ class Validator:
     """Decides whom to believe; see the module docstring for the rules."""
 
     def __init__(self, schema: Schema | None = None, keychain: KeyChain | None = None, *,
+                 clock: Callable[[], float],
                  max_depth: int = MAX_DEPTH, max_fetches: int = MAX_FETCHES, cache_entries: int = CACHE_ENTRIES,
-                 cache_ttl: float = CACHE_TTL, clock: Callable[[], float] = time.time) -> None:
+                 cache_ttl: float = CACHE_TTL) -> None:
         self.schema = schema
         self.keychain = keychain or KeyChain()
         self.max_depth = max_depth

@@ -1,5 +1,7 @@
 """The node's producer table: stores first, then the longest registered prefix, else no-route."""
 
+import time
+
 import msgpack
 import pytest
 
@@ -47,7 +49,7 @@ def test_order_stores_then_longest_prefix_then_nack() -> None:
 
 def test_the_node_answers_ping_key_and_status() -> None:
     key = Ed25519Key.generate(NODE)
-    cert = self_signed(key)
+    cert = self_signed(key, now=time.time())
     table = ProducerTable(NODE)
     add_node_producers(table, cert, key, lambda: {"name": "/node/n"})
     ping = table.produce(_interest("/node/n/ping/123"))

@@ -26,7 +26,7 @@ def test_an_asyncio_program_fetches_serves_hosts_and_gets_icnd_errors(node_socke
     async def main() -> None:
         loop = asyncio.get_running_loop()
         key = Ed25519Key.generate(icnd.Name("/aio"))
-        async with icnd.aio.connect(node_socket, key=key, cert=self_signed(key)) as c, \
+        async with icnd.aio.connect(node_socket, key=key, cert=self_signed(key, now=time.time())) as c, \
                 icnd.aio.connect(node_socket) as other:
             await c.publish("/aio/hello", b"hi", freshness=5)
             assert (await other.fetch("/aio/hello")).content == b"hi"
@@ -68,7 +68,7 @@ def test_inside_a_running_loop_the_facade_never_blocks_it(node_socket) -> None:
 
     async def notebook_cell(ticks: list[float]) -> None:
         key = Ed25519Key.generate(icnd.Name("/aio"))
-        async with icnd.aio.connect(node_socket, key=key, cert=self_signed(key)) as server, \
+        async with icnd.aio.connect(node_socket, key=key, cert=self_signed(key, now=time.time())) as server, \
                 icnd.aio.connect(node_socket) as c:
             def slow(interest: icnd.Interest) -> bytes:  # plain: runs (and blocks) in the client's thread
                 time.sleep(0.5)

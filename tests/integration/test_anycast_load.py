@@ -66,7 +66,7 @@ def nap(seconds: float) -> float:
 async def test_a_host_announces_its_capacity_and_its_load_follows_the_calls(pair) -> None:
     a, b, _ = pair
     key = icnd.security.Ed25519Key.generate(icnd.Name("/fn/nap/host"))
-    async with connect(b.socket, key=key, cert=self_signed(key)) as host_client, \
+    async with connect(b.socket, key=key, cert=self_signed(key, now=time.time())) as host_client, \
             host_client.host({"/fn/nap": nap}, workers=3):
         idle = await until_announced(a, lambda e: e.get("capacity") == 3)
         assert idle.get("load", 0) == 0
@@ -102,7 +102,7 @@ async def test_load_command_checks_its_arguments(pair) -> None:
 async def test_a_host_on_a_node_without_routing_stops_reporting_quietly(pair, caplog) -> None:
     _, _, off = pair
     key = icnd.security.Ed25519Key.generate(icnd.Name("/fn/nap/host"))
-    async with connect(off.socket, key=key, cert=self_signed(key)) as host_client, \
+    async with connect(off.socket, key=key, cert=self_signed(key, now=time.time())) as host_client, \
             host_client.host({"/fn/nap": nap}, workers=2) as host:
         async with connect(off.socket) as caller:  # served; the load reports were refused
             assert await caller.call("/fn/nap", 0.01) == 0.01

@@ -8,6 +8,8 @@ client left."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import trio
 
@@ -50,7 +52,7 @@ async def test_a_clients_key_is_routed_and_announced_while_it_is_connected_and_w
         baseline = await _routes(observer)
         for n in range(3):
             key = Ed25519Key.generate(Name(f"/net/user{n}"))
-            async with icnd.connect(node.socket, key=key, cert=self_signed(key)):
+            async with icnd.connect(node.socket, key=key, cert=self_signed(key, now=time.time())):
                 routes, _ = await _routes(observer)
                 assert routes == baseline[0] | {key.name.to_uri()}  # one route: the key name
                 await _until(observer, (routes, baseline[1] | {key.name.to_uri()}), "announced while connected")
@@ -61,7 +63,7 @@ async def test_a_clients_key_is_routed_and_announced_while_it_is_connected_and_w
 
 async def test_a_key_that_signed_published_data_stays_served_after_its_client_left(node) -> None:
     key = Ed25519Key.generate(Name("/net/writer"))
-    async with icnd.connect(node.socket, key=key, cert=self_signed(key)) as writer:
+    async with icnd.connect(node.socket, key=key, cert=self_signed(key, now=time.time())) as writer:
         await writer.publish("/net/writer/note", b"signed by the writer")
         await writer.publish_object("/net/writer/book", b"chapter " * 5000, segment_size=4096)
     async with node.connect() as reader:

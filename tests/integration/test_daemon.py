@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 import socket
+import time
 
 import trio
 
@@ -55,7 +56,7 @@ async def test_line3_publish_fetch_and_cache_hit_on_path(daemons) -> None:
 async def test_200_concurrent_fetches_all_correct(daemons) -> None:
     a, b, c = await line3(daemons)
     key = Ed25519Key.generate(Name("/data"))  # signed answers (a digest-only one verifies for no one)
-    async with icnd.connect(c.socket, key=key, cert=self_signed(key)) as cc:
+    async with icnd.connect(c.socket, key=key, cert=self_signed(key, now=time.time())) as cc:
         async def handler(interest: Interest) -> bytes:
             return b"reply:" + interest.name.to_uri().encode()
 

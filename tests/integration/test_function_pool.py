@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 import numpy as np
 import pytest
@@ -33,7 +34,7 @@ async def test_client_hosted_functions_run_in_worker_processes(tmp_path) -> None
         functions = {"/fn/pid": pid, "/fn/echo": echo, "/fn/crash": crash, "/fn/sleep": sleep, "/fn/exit": exit_now,
                      "/fn/fail": __import__("apps.functions", fromlist=["fail"]).fail}
         key = Ed25519Key.generate(icnd.Name("/fn/host"))  # the host signs its answers (callers verify them)
-        async with icnd.connect(net.nodes["a"].socket, key=key, cert=self_signed(key)) as host_client, \
+        async with icnd.connect(net.nodes["a"].socket, key=key, cert=self_signed(key, now=time.time())) as host_client, \
                 host_client.host(functions, workers=2, pool="processes"):
             workers = {await caller.call("/fn/pid", timeout=30) for _ in range(6)}
             assert os.getpid() not in workers and (await net.status("a"))["pid"] not in workers

@@ -16,7 +16,8 @@ import icnd
 from icnd.name import Name
 from icnd.security import Ed25519Key
 from icnd.testing.processes import Daemon, run_cli, short_tempdir
-from icnd.trust import save_certificate, self_signed
+from icnd.keyfiles import save_certificate
+from icnd.trust import self_signed
 
 ANCHOR_SCHEMA = """\
 anchors = ["anchor.cert"]
@@ -79,7 +80,7 @@ async def test_a_refusal_under_a_trust_schema_says_unauthorized_and_names_no_fil
     try:
         mallory = Ed25519Key.generate(Name("/net/mallory"))  # certified by herself only
         (tmp / "mallory.key").write_bytes(mallory.to_bytes())
-        save_certificate(self_signed(mallory), tmp / "mallory.cert")
+        save_certificate(self_signed(mallory, now=time.time()), tmp / "mallory.cert")
         async with icnd.connect(d.socket, key=mallory, cert=tmp / "mallory.cert") as c:
             with pytest.raises(icnd.Unauthorized) as refused:
                 await c.call("/fn/echo", 1, timeout=10)

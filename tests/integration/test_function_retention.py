@@ -23,7 +23,7 @@ async def test_results_are_kept_for_the_retention_time_then_gone() -> None:
     async with launch(parse({"nodes": {"a": {}}})) as net:
         caller = await net.connect("a")
         key = Ed25519Key.generate(icnd.Name("/fn/host"))  # the host signs its answers (callers verify them)
-        async with icnd.connect(net.nodes["a"].socket, key=key, cert=self_signed(key)) as host_client, \
+        async with icnd.connect(net.nodes["a"].socket, key=key, cert=self_signed(key, now=time.time())) as host_client, \
                 host_client.host({"/fn/double": slow_double}, retention=1.0) as host:
             assert await caller.call("/fn/double", 21, timeout=10) == 42
             (thunk_id,) = host.results  # the one job, retained

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
+import time
 
 import msgpack
 import numpy as np
@@ -119,7 +120,7 @@ async def test_unauthorized_caller_never_runs_the_function(net, tmp_path, reflex
     allowed_key = icnd.security.Ed25519Key.generate(icnd.Name("/client/alice"))
     host_key = icnd.security.Ed25519Key.generate(icnd.Name("/fn/guarded/host"))  # signs its answers; its
     # certificate, served by h1, is reached along the /fn/guarded routes
-    async with icnd.connect(net.nodes["h1"].socket, key=host_key, cert=self_signed(host_key)) as host_client, \
+    async with icnd.connect(net.nodes["h1"].socket, key=host_key, cert=self_signed(host_key, now=time.time())) as host_client, \
             host_client.host({"/fn/guarded": guarded}, allow={"/fn/guarded": ["/client/alice"]}):
         await (await net.connect("r")).command("route", "add", prefix="/fn/guarded", face=net.nodes["h1"].udp_uri)
         async with icnd.connect(net.nodes["client"].socket) as stranger:

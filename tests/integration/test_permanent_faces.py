@@ -7,6 +7,7 @@ no command.  Over TCP (a reconnect) and UDP (the same face throughout)."""
 from __future__ import annotations
 
 import socket
+import time
 from typing import Any
 
 import trio
@@ -45,7 +46,7 @@ async def serve_and_fetch(a: Daemon, b: Daemon, prefix: str, n: int) -> None:
     """A client of `b` serves `prefix` (signed by a key under it, whose certificate `b` serves);
     a client of `a` fetches a name under it."""
     key = Ed25519Key.generate(Name(prefix))
-    async with icnd.connect(b.socket, key=key, cert=self_signed(key)) as cb:
+    async with icnd.connect(b.socket, key=key, cert=self_signed(key, now=time.time())) as cb:
         async def handler(interest: icnd.Interest) -> bytes:
             return b"from b: " + interest.name.to_uri().encode()
 

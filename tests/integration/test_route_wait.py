@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 import traceback
 
 import pytest
@@ -38,7 +39,7 @@ async def node(daemons):
 
 def _producer(node):
     key = Ed25519Key.generate(icnd.Name("/late"))  # so that callers accept its answers
-    return icnd.connect(node.socket, key=key, cert=self_signed(key))
+    return icnd.connect(node.socket, key=key, cert=self_signed(key, now=time.time()))
 
 
 async def test_fetch_fetch_object_and_call_wait_for_a_producer_that_starts_late(node) -> None:
@@ -128,7 +129,7 @@ def test_sync_wait_routed_and_call_right_after_host(node_socket) -> None:
     """[issue 27, item 15] From `icnd.sync`: wait until a hosted prefix is
     routed; a call right after `host()` is answered, not Nacked."""
     key = Ed25519Key.generate(icnd.Name("/synchost"))
-    with icnd.sync.connect(node_socket, key=key, cert=self_signed(key)) as host, \
+    with icnd.sync.connect(node_socket, key=key, cert=self_signed(key, now=time.time())) as host, \
             icnd.sync.connect(node_socket) as caller:
         with pytest.raises(icnd.Timeout):
             caller.wait_routed("/fn/sync-double", timeout=0.2)
@@ -146,7 +147,7 @@ def test_across_nodes_a_call_right_after_host_waits_for_routing(tmp_path) -> Non
     routing has not spread the prefix yet): the call waits for the route
     instead of failing no-route; `wait_routed` at b says when b has it."""
     key = Ed25519Key.generate(icnd.Name("/across"))
-    with neighbours(tmp_path) as (a, b), icnd.sync.connect(a.socket, key=key, cert=self_signed(key)) as host, \
+    with neighbours(tmp_path) as (a, b), icnd.sync.connect(a.socket, key=key, cert=self_signed(key, now=time.time())) as host, \
             icnd.sync.connect(b.socket) as caller:
         with host.host({"/fn/across-double": double}):
             assert caller.call("/fn/across-double", 7, timeout=10) == 14

@@ -22,6 +22,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +127,7 @@ async def test_diamond_call_survives_the_cheaper_middle_node_dying(workdir, star
     for daemon in started:
         await daemon.until_ready()
     key = icnd.security.Ed25519Key.generate(icnd.Name("/fn/double/host"))
-    async with connect(d.socket, key=key, cert=self_signed(key)) as host_client, \
+    async with connect(d.socket, key=key, cert=self_signed(key, now=time.time())) as host_client, \
             host_client.host({"/fn/double": double}), connect(a.socket) as caller:
         await until_routed(a, ["/node/d", "/fn/double", "/node/b", "/node/c"])
         await until_routed(b, ["/fn/double"])  # converged on the path too (a may compute before b does)

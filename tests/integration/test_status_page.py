@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -182,7 +183,7 @@ async def test_page_lists_functions_hosted_by_applications(tmp_path: Path) -> No
         await a.until_ready()
         url = (await a.get_status())["http"]
         key = icnd.security.Ed25519Key.generate(icnd.Name("/fn/double/host"))
-        async with connect(a.socket, key=key, cert=self_signed(key)) as host_client, \
+        async with connect(a.socket, key=key, cert=self_signed(key, now=time.time())) as host_client, \
                 host_client.host({"/fn/double": lambda x: 2 * x}, workers=2):
             async with connect(a.socket) as caller:
                 for x in range(3):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -13,7 +14,7 @@ from icnd.trust.cert import self_signed
 
 def test_sync_publish_fetch_serve_and_errors(node_socket) -> None:
     key = Ed25519Key.generate(icnd.Name("/sync"))  # c's answers are signed (and its certificate served)
-    with icnd.sync.connect(node_socket, key=key, cert=self_signed(key)) as c, icnd.sync.connect(node_socket) as other:
+    with icnd.sync.connect(node_socket, key=key, cert=self_signed(key, now=time.time())) as c, icnd.sync.connect(node_socket) as other:
         c.publish("/sync/hello", b"hi there", freshness=5)
         assert other.fetch("/sync/hello").content == b"hi there"
         with c.serve("/sync/echo", lambda interest: b"echo:" + bytes(interest.name[-1])):
@@ -37,7 +38,7 @@ def test_sync_host_serve_and_contexts_enter_and_leave_in_the_client_loop(node_so
     """`host` and `serve` (async context managers) and `reflexive`/`stream`
     (context managers) work as plain `with` blocks; leaving them stops serving."""
     key = Ed25519Key.generate(icnd.Name("/synchost"))
-    with icnd.sync.connect(node_socket, key=key, cert=self_signed(key)) as host, icnd.sync.connect(node_socket) as caller:
+    with icnd.sync.connect(node_socket, key=key, cert=self_signed(key, now=time.time())) as host, icnd.sync.connect(node_socket) as caller:
         with host.host({"/fn/double": double}) as functions:
             assert functions is not None  # the FunctionHost, as `async with c.host(...) as h` gives
             assert caller.call("/fn/double", 21) == 42

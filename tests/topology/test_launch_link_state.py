@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,8 @@ from icnd import Interest, Name
 from icnd.security import Ed25519Key
 from icnd.topology import launch, load, parse
 from icnd.topology.launcher import STATE_FILE, LaunchError
-from icnd.trust import issue, save_certificate, self_signed
+from icnd.keyfiles import save_certificate
+from icnd.trust import issue, self_signed
 
 CONVERGE = 15.0
 
@@ -91,11 +93,11 @@ async def test_cut_heal_and_restart_over_tcp_with_emulated_delay(workdir) -> Non
 async def test_a_refused_link_state_fails_the_launch_naming_nodes_and_refusal(workdir, tmp_path) -> None:
     d = tmp_path
     anchor = Ed25519Key.generate(Name("/net"))
-    save_certificate(self_signed(anchor), d / "anchor.cert")
+    save_certificate(self_signed(anchor, now=time.time()), d / "anchor.cert")
     for node in ("a", "b"):
         k = Ed25519Key.generate(Name(f"/node/{node}"))
         (d / f"{node}.key").write_bytes(k.to_bytes())
-        save_certificate(issue(anchor, k), d / f"{node}.cert")
+        save_certificate(issue(anchor, k, now=time.time()), d / f"{node}.cert")
     # node certificates are allowed, but no rule lets a node sign its own link state
     (d / "schema.toml").write_text('anchors = ["anchor.cert"]\n[[rule]]\nname = "node-certs"\n'
                                    'data = "/node/<n>/KEY/<**>"\nsigner = "/net/KEY/<*>"\n')

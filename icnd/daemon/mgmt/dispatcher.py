@@ -35,7 +35,7 @@ def takes_fd(handler: _H) -> _H:
     """Mark a handler ``(face, args, passed)`` whose command comes with one
     descriptor (SCM_RIGHTS): the dispatcher takes it from the face as the
     command arrives and hands it over as a `PassedFd`."""
-    handler.takes_fd = True  # type: ignore[attr-defined]
+    handler.takes_fd = True  # type: ignore[attr-defined]  # a mark on a function object, read with getattr
     return handler
 
 
