@@ -135,7 +135,7 @@ class NodeConfig:
     function_max_arg_mb: float = 64.0
     function_retention_s: float = 60.0  # how long a finished result stays fetchable
     function_memo_mb: float = 64.0  # pure results a function host remembers (LRU); 0: none
-    contrib_store_mb: float = 256.0  # members' contributions kept by this node (encoded + content)
+    contrib_store_mb: float = 1024.0  # members' contributions kept by this node (encoded + content)
     groups_max: int = 1024  # group descriptors known (configured, made here, announced): a bounded table
     groups_local_reserve: int = 64  # ... of which announcements from other nodes cannot take these
     groups_per_source: int = 32  # announced groups per announcing key

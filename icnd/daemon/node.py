@@ -81,6 +81,7 @@ from icnd.daemon.mgmt.faces import FaceManager
 from icnd.daemon.mgmt.functions import FunctionReports
 from icnd.daemon.mgmt.groups import GroupManager
 from icnd.daemon.mgmt.objects import ObjectManager
+from icnd.daemon.mgmt.results import ResultHandOver
 from icnd.daemon.mgmt.routes import RouteManager
 from icnd.daemon.mgmt.routing import RoutingManager
 from icnd.daemon.mgmt.status import StatusManager
@@ -205,6 +206,8 @@ class Node:
         self.function_reports = FunctionReports(self.fw.rib)  # what Client.host hosts report (status page)
         self._internal: Client | None = None  # the in-process client on a memory face, once made
         self._internal_lock = trio.Lock()
+        self._collective: Client | None = None  # the in-process client whose results local ranks share
+        self.results = ResultHandOver(self.collective_client)  # aggregates handed to local ranks in shared memory
         # the certificates this node serves (its own, its anchors', its clients')
         self.certs = CertificateTable(lambda name: self.fw.add_route(name, INTERNAL_FACE, 0, ORIGIN_APP),
                                       lambda name: self.fw.rib.remove(name, INTERNAL_FACE, ORIGIN_APP),
@@ -315,6 +318,7 @@ class Node:
             StrategyManager(fw.strategies),
             ObjectManager(self.published, self.certs.published),
             GroupManager(self.reduction),
+            self.results,
             RoutingManager(self.routing),
             self.function_reports,
             self.keyless_signing,
@@ -328,6 +332,23 @@ class Node:
         (answered here when the node holds the certificate, else by the network)."""
         client = await self.internal_client()
         return await client.fetch_key(key_name, timeout=2.0)
+
+    async def collective_client(self) -> Client:
+        """The node's in-process client for collectives' results it hands to
+        local ranks (`icnd.daemon.mgmt.results`): it verifies with the node's
+        own validator (its trust schema, its chain cache), made once."""
+        async with self._internal_lock:
+            if self._collective is None:
+                from icnd.client import Client
+
+                assert self._nursery is not None, "node is not running"
+                mine, theirs = memory_face_pair(local=True)
+                self.faces.add(mine)
+                client = Client(theirs, self._nursery, key=self.key, socket_path="internal")
+                client.validator = self.validator
+                self._nursery.start_soon(theirs.run, client.on_receive)
+                self._collective = client
+        return self._collective
 
     async def internal_client(self) -> Client:
         """The node's in-process client on a local memory face (made once):
@@ -476,6 +497,7 @@ class Node:
                 await self.faces.aclose()
                 await self._close_listeners()
                 self.published.close()
+                self.results.close()
             log.info("node %s stopped", self.name)
 
     def _spawn(self, fn: Callable[..., Any], *args: Any) -> None:

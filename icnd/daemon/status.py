@@ -29,6 +29,7 @@ from icnd.daemon.containment import HandlerErrors
 from icnd.daemon.faces import FaceTable
 from icnd.daemon.functions import NodeFunctions
 from icnd.daemon.mgmt.functions import FunctionReports
+from icnd.daemon.mgmt.results import ResultHandOver
 from icnd.daemon.producers import KeylessSigning
 from icnd.daemon.routing import RoutingShell
 from icnd.faces import Listener
@@ -81,6 +82,8 @@ class StatusSources(Protocol):
     @property
     def keyless_signing(self) -> KeylessSigning: ...
     @property
+    def results(self) -> ResultHandOver: ...
+    @property
     def routing(self) -> RoutingShell | None: ...
     @property
     def published(self) -> ObjectService: ...
@@ -111,6 +114,7 @@ def roll_up(node: StatusSources) -> Status:
     counters.update(node.groups.counters)
     counters["cs_evicted_unverified"] = fw.cs.evicted_unverified
     counters.update(node.keyless_signing.counters)
+    counters.update(node.results.counters)
     for listener in node.listeners:  # connection and reassembly refusals
         for key, value in listener.listener_counters().items():
             counters[key] = counters.get(key, 0) + value
@@ -140,6 +144,7 @@ def roll_up(node: StatusSources) -> Status:
     counters["config_reload_errors"] = node.config_reload_errors
     counters.update(node.function_reports.counters)
     tables.update(node.functions.tables())
+    tables.update(node.results.tables())
     http = node.http
     if http is not None:
         counters.update(http.counters)

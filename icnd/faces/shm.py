@@ -124,6 +124,31 @@ def map_file(fd: int, size: int) -> memoryview:
         os.close(fd)
 
 
+def map_private(fd: int, size: int) -> mmap.mmap:
+    """A copy-on-write mapping of the sealed memory file `fd` of exactly `size`
+    bytes, as a rank maps an aggregate its node handed it: reads share the
+    node's pages, a write copies only the page written (the file itself is
+    sealed and never changes).  Always closes `fd`; `ShmError` for anything
+    else (not a file, another size, not sealed against writes)."""
+    try:
+        try:
+            st = os.fstat(fd)
+            seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+        except OSError as exc:
+            raise ShmError(f"not a sealed memory file: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(st.st_mode) or st.st_size != size or size <= 0:
+            raise ShmError(f"the file passed holds {st.st_size} bytes, {size} expected")
+        if seals & REQUIRED_SEALS != REQUIRED_SEALS:
+            raise ShmError("the file passed is not sealed against writes and resizing")
+        try:
+            return mmap.mmap(fd, size, flags=mmap.MAP_PRIVATE | getattr(mmap, "MAP_POPULATE", 0),
+                             prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        except (OSError, ValueError) as exc:
+            raise ShmError(f"cannot map the file: {exc}") from None
+    finally:
+        os.close(fd)
+
+
 Reader = Callable[[int, int], bytes]
 """``read(offset, n)``: exactly `n` bytes of a memory file from `offset`
 (``os.pread``, nothing mapped); `ShmError` for bytes outside the file."""

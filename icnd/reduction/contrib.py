@@ -284,6 +284,7 @@ class Contribution:
     segments: dict[int, Data] = field(default_factory=dict)
     nbytes: int = 0
     local: bool = True  # made by the member's own node's clients (see the module docstring)
+    seq: int = 0  # when it was stored, in the store's order: for bytes, the oldest rounds go first
 
 
 class ContributionStore:
@@ -296,6 +297,7 @@ class ContributionStore:
         self.max_ahead = max_ahead
         self.max_pending = max_pending
         self.bytes_used = 0
+        self._stored = 0  # rounds stored so far: each new one's `seq`
         # (group, member) -> round -> contribution
         self._store: dict[tuple[str, str], dict[int, Contribution]] = {}
         self._evicted: dict[tuple[str, str], int] = {}  # newest of the member's own rounds evicted
@@ -425,7 +427,8 @@ class ContributionStore:
                 rounds = self._store.get(key, {})
                 contribution = None
         if contribution is None:
-            contribution = Contribution(meta.layout(), meta.nseg, local=local)
+            self._stored += 1
+            contribution = Contribution(meta.layout(), meta.nseg, local=local, seq=self._stored)
         elif contribution.layout != meta.layout():
             raise ReductionError(400, f"{member} round {rnd}: segment {seg} is {meta.describe()}, other segments "
                                       f"are {contribution.layout[0]} {contribution.layout[1]}")
@@ -482,16 +485,18 @@ class ContributionStore:
             raise ReductionError(507, f"a {size}-byte segment exceeds the contribution store ({self.max_bytes})")
         victims = None
         if self.bytes_used + size > self.max_bytes:
-            victims = sorted((c.local, r, k) for k, rounds in self._store.items() for r, c in rounds.items()
+            # remote rounds first, then the oldest stored: round numbers of different groups (and of
+            # communicators' epochs) do not say which is older, and the newest are the ones in use
+            victims = sorted((c.local, c.seq, r, k) for k, rounds in self._store.items() for r, c in rounds.items()
                              if (k, r) != (key, rnd) and (local or not c.local or (k, r) == (key, window_victim)))
-            room = self.max_bytes - self.bytes_used + sum(self._store[k][r].nbytes for _, r, k in victims)
+            room = self.max_bytes - self.bytes_used + sum(self._store[k][r].nbytes for _, _, r, k in victims)
             if room < size:
                 held = "" if local else ", held by the members' own contributions"
                 raise ReductionError(507, f"contribution store full ({self.max_bytes} bytes{held}); "
                                           f"round {rnd} of {key[1]} in {key[0]} is refused")
         if window_victim is not None:
             self._evict(key, window_victim, below=rnd)
-        for _, r, k in victims or ():
+        for _, _, r, k in victims or ():
             if self.bytes_used + size <= self.max_bytes:
                 break
             if r in self._store.get(k, {}):

@@ -240,3 +240,30 @@ async def test_collectives_across_a_topology_several_ranks_per_node() -> None:
         await clients[0].create_group("spread", members=[f"r{i}@{node}" for i, node in enumerate(placement)])
         comms = [await c.communicator("spread", member=f"r{i}") for i, c in enumerate(clients)]
         await run_every_collective(comms, np.random.default_rng(9), np.dtype(np.float64), (300, 5))
+
+
+async def test_local_ranks_share_one_verified_copy_of_a_large_aggregate(node_socket) -> None:
+    """Rule 6: three ranks of one node asking for a 400 KB aggregate: the node fetches and
+    verifies it once and hands each rank the same sealed memory file (mapped copy-on-write:
+    the result is writable, and writing it changes no other rank's)."""
+    async with AsyncExitStack() as stack:
+        comms = await ranks(stack, node_socket, 3)
+        reader = await stack.enter_async_context(icnd.connect(node_socket))
+        xs = [np.arange(50_000, dtype=np.float64) * (r + 1) for r in range(3)]
+        before = (await reader.status())["counters"]
+        outs = [np.empty(50_000) for _ in range(3)]
+        got = await each(comms, lambda c: c.allreduce(xs[c.rank], out=outs[c.rank] if c.rank == 2 else None))
+        after = (await reader.status())["counters"]
+        assert after["result_shm_fetches"] - before["result_shm_fetches"] == 1
+        assert after["result_shm_handovers"] - before["result_shm_handovers"] == 3
+        for g in got:
+            np.testing.assert_array_equal(g, xs[0] * 6)
+        assert got[2] is outs[2] or np.shares_memory(got[2], outs[2])
+        got[0] += 1  # copy-on-write: the rank's own pages only
+        np.testing.assert_array_equal(got[1], xs[0] * 6)
+        means = await each(comms, lambda c: c.reduce(xs[c.rank], op="mean", root=1, partial=True))
+        assert isinstance(means[1], icnd.Reduced) and means[1].complete and means[1].count == 3
+        np.testing.assert_allclose(means[1].array, xs[0] * 2)
+        small = await each(comms, lambda c: c.allreduce(np.ones(4)))  # below 64 KiB: over the socket
+        assert all(s.tolist() == [3.0] * 4 for s in small)
+        assert (await reader.status())["counters"]["result_shm_fetches"] == after["result_shm_fetches"] + 1
