@@ -38,6 +38,7 @@ Rules (the names and who fetches what):
 from __future__ import annotations
 
 import math
+import os
 from functools import partial as bind
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -219,19 +220,21 @@ class Communicator:
             if exc.status == 504:
                 raise Timeout(str(exc), missing=missing_members(str(exc))) from None
             raise Error(f"{self.group}: {exc}") from None
-        try:
-            mapped = shm.map_private(fd, int(info["size"]))
-        except shm.ShmError as exc:
-            raise Error(f"{self.group}: the node's aggregate could not be mapped: {exc}") from None
         dt = np.dtype(info["dtype"])
         shape = tuple(info["shape"])
-        array = np.frombuffer(mapped, dtype=dt, count=math.prod(shape)).reshape(shape)
-        if out is not None:
-            if out.dtype != dt or out.size != array.size or not out.flags.c_contiguous or not out.flags.writeable:
-                raise ValueError(f"out= is {out.dtype} of {out.size} elements; the aggregate is {dt} of "
-                                 f"{array.size} (C-contiguous and writable)")
-            out.reshape(-1)[:] = array.reshape(-1)
-            array = out.reshape(shape)
+        size = math.prod(shape)
+        try:
+            if out is None:  # mapped copy-on-write: nothing copied until the rank writes to it
+                array = np.frombuffer(shm.map_private(fd, int(info["size"])), dtype=dt, count=size).reshape(shape)
+            else:  # read straight into the rank's buffer: one copy, no mapping to set up
+                if out.dtype != dt or out.size != size or not out.flags.c_contiguous or not out.flags.writeable:
+                    os.close(fd)
+                    raise ValueError(f"out= is {out.dtype} of {out.size} elements; the aggregate is {dt} of "
+                                     f"{size} (C-contiguous and writable)")
+                shm.read_sealed(fd, memoryview(out.reshape(-1).view(np.uint8).data), int(info["size"]))
+                array = out.reshape(shape)
+        except shm.ShmError as exc:
+            raise Error(f"{self.group}: the node's aggregate could not be read: {exc}") from None
         return Reduced(array, list(info["contributors"]), bool(info["complete"]), int(info["count"]), self.group,
                        rnd, op, self.version, bool(info["nonfinite"]), bool(info["overflow"]),
                        [list(m) for m in info["segment_contributors"]])

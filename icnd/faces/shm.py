@@ -149,6 +149,30 @@ def map_private(fd: int, size: int) -> mmap.mmap:
         os.close(fd)
 
 
+def read_sealed(fd: int, into: memoryview, size: int) -> None:
+    """Read the sealed memory file `fd` of exactly `size` bytes into `into`
+    (of that size), as a rank takes an aggregate its node handed it into its
+    own buffer; always closes `fd`; `ShmError` for anything else."""
+    try:
+        try:
+            st = os.fstat(fd)
+            seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+        except OSError as exc:
+            raise ShmError(f"not a sealed memory file: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(st.st_mode) or st.st_size != size or len(into) != size:
+            raise ShmError(f"the file passed holds {st.st_size} bytes, {size} expected")
+        if seals & REQUIRED_SEALS != REQUIRED_SEALS:
+            raise ShmError("the file passed is not sealed against writes and resizing")
+        done = 0
+        while done < size:
+            n = os.preadv(fd, [into[done:]], done)
+            if n <= 0:
+                raise ShmError(f"the file ended after {done} of {size} bytes")
+            done += n
+    finally:
+        os.close(fd)
+
+
 Reader = Callable[[int, int], bytes]
 """``read(offset, n)``: exactly `n` bytes of a memory file from `offset`
 (``os.pread``, nothing mapped); `ShmError` for bytes outside the file."""
