@@ -88,18 +88,18 @@ docs: $(DOCS_STAMP)
 # if mpirun is missing), then mpi4py into the venv.  Never fatal: without them
 # bench/reduce.py says so and prints no ratio.  `make test` does not need this.
 bench-deps: $(STAMP)
-	@if ! command -v mpirun >/dev/null 2>&1; then \
+	@if ! command -v mpicc >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y openmpi-bin libopenmpi-dev \
-	      || echo "bench-deps: installing Open MPI failed: bench/reduce.py will have no MPI baseline" >&2; \
+	      || echo "bench-deps: installing Open MPI failed: bench/reduce.py and bench/collectives.py will have no MPI baseline" >&2; \
 	  else \
 	    echo "bench-deps: mpirun not found; install Open MPI (Debian: openmpi-bin libopenmpi-dev)" \
-	      "for the MPI baseline of bench/reduce.py" >&2; \
+	      "for the MPI baselines of bench/reduce.py and bench/collectives.py" >&2; \
 	  fi; \
 	fi
 	@if command -v mpirun >/dev/null 2>&1 && ! $(BIN)/python -c 'import mpi4py' 2>/dev/null; then \
 	  $(BIN)/python -m pip install --quiet mpi4py \
-	    || echo "bench-deps: pip install mpi4py failed: bench/reduce.py will have no MPI baseline" >&2; \
+	    || echo "bench-deps: pip install mpi4py failed: bench/reduce.py and bench/collectives.py will have no MPI baseline" >&2; \
 	fi
 
 bench: $(STAMP) bench-deps
@@ -111,6 +111,7 @@ bench: $(STAMP) bench-deps
 	$(BIN)/python bench/ndn.py
 	$(BIN)/python bench/sim.py
 	$(BIN)/python bench/reduce.py
+	$(BIN)/python bench/collectives.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
