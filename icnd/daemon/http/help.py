@@ -104,6 +104,10 @@ HELP: dict[str, str] = {
     "contrib_refused_untrusted": "contributions handed over by other nodes that the trust schema refused "
                                  "(also in contrib_refused)",
     "contrib_shm": "contributions handed over in shared memory and stored whole",
+    "result_shm_fetches": "aggregates this node fetched and verified once for its local ranks (reduce/fetch-shm)",
+    "result_shm_handovers": "aggregates handed to local ranks in a sealed memory file",
+    "result_shm_refused": "reduce/fetch-shm requests refused (bad arguments, no descriptor passing, over the bound, "
+                          "an incomplete or failed aggregate)",
     "contrib_shm_refused": "shared-memory contribution hand-overs refused",
     "groups_refused_full": "group announcements (or local creates) refused: the group table is full",
     "groups_refused_source": "group announcements refused: the announcing key's quota (groups_per_source)",
@@ -222,6 +226,8 @@ HELP: dict[str, str] = {
     "object_bytes": "bytes of published objects, and of uploads in progress (reserved)",
     "contributions": "contribution rounds held now",
     "contribution_bytes": "bytes of contributions held (counted against contrib_store_mb)",
+    "result_shm_files": "aggregates kept in memory files for local ranks (at most 64, 10 s each)",
+    "result_shm_bytes": "bytes of those files (at most 1 GiB)",
     "contributions_waiting": "contribution Interests held until a member contributes, not yet expired",
     "groups": "reduction groups known",
     "shm_mappings": "shared-memory files mapped now (each holds one descriptor)",
