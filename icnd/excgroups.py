@@ -10,10 +10,15 @@ the application's error as itself (``except icnd.Timeout``) asks here:
 - `leaves`: every exception that is not a group, depth first, in order;
 - `first_failure`: the first leaf that is not a cancellation (else the
   first leaf): the error that made a nursery cancel its other tasks;
-- `only_cancelled`: whether every leaf is a cancellation.
+- `only_cancelled`: whether every leaf is a cancellation;
+- `run_bounded`: run jobs at most so many at once, the first failure
+  raised as itself.
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import trio
 
@@ -44,3 +49,23 @@ def first_failure(exc: BaseException) -> BaseException:
 def only_cancelled(exc: BaseException) -> bool:
     """Every leaf of `exc` is a `trio.Cancelled`."""
     return all(isinstance(e, trio.Cancelled) for e in leaves(exc))
+
+
+async def run_bounded(jobs: list[Callable[[], Awaitable[Any]]], limit: int) -> None:
+    """Run `jobs`, at most `limit` at once; the first failure cancels the
+    others and is raised as itself (not inside an ExceptionGroup)."""
+    if len(jobs) == 1:
+        await jobs[0]()
+        return
+    slots = trio.Semaphore(limit)
+
+    async def one(job: Callable[[], Awaitable[Any]]) -> None:
+        async with slots:
+            await job()
+
+    try:
+        async with trio.open_nursery() as nursery:
+            for job in jobs:
+                nursery.start_soon(one, job)
+    except BaseExceptionGroup as group:
+        raise first_failure(group) from None

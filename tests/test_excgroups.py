@@ -46,3 +46,32 @@ def test_the_cli_reports_launch_errors_only_when_nothing_else_is_in_the_group() 
     assert _launch_errors(BaseExceptionGroup("g", [BaseExceptionGroup("h", [first]), second])) == [first, second]
     assert _launch_errors(BaseExceptionGroup("g", [first, ValueError("a bug")])) == []
     assert _launch_errors(first) == [first] and _launch_errors(KeyError("x")) == []
+
+
+async def test_run_bounded_keeps_to_its_limit_and_raises_the_first_failure_as_itself() -> None:
+    import trio
+
+    from icnd.excgroups import run_bounded
+
+    running, most = 0, 0
+
+    async def job() -> None:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await trio.sleep(0.01)
+        running -= 1
+
+    await run_bounded([job] * 7, 3)
+    assert most == 3
+
+    async def fails() -> None:
+        await trio.sleep(0.005)
+        raise KeyError("the one")
+
+    try:
+        await run_bounded([job, fails, job], 3)
+    except KeyError as exc:
+        assert exc.args == ("the one",)
+    else:
+        raise AssertionError("the failure must come out as itself")

@@ -51,7 +51,7 @@ from icnd.collective import packing
 from icnd.endpoint import Endpoint
 from icnd.errors import CommandError, Error, Nacked, Timeout
 from icnd.faces import shm
-from icnd.excgroups import first_failure
+from icnd.excgroups import run_bounded
 from icnd.name import Name
 from icnd.objects.fetch import verified
 from icnd.packet import Interest, NackReason
@@ -347,7 +347,7 @@ class Communicator:
             else:
                 flat[a2 - lo:b2 - lo] = part
 
-        await _all([bind(one, s) for s in range(lo // seg_elems, min(nseg, -(-hi // seg_elems)))],
+        await run_bounded([bind(one, s) for s in range(lo // seg_elems, min(nseg, -(-hi // seg_elems)))],
                    SEGMENTS_AT_ONCE)
         return block
 
@@ -404,7 +404,7 @@ class Communicator:
             except Timeout:
                 missing.append(r)
 
-        await _all([bind(one, r) for r in ranks], PARTS_AT_ONCE)
+        await run_bounded([bind(one, r) for r in ranks], PARTS_AT_ONCE)
         if missing and not partial:
             raise self._timeout(kind, rnd, missing)
         return got
@@ -588,30 +588,11 @@ class _Part:
         assert self.meta is not None
         per = self.desc.seg_bytes  # uint8: one element per byte
         s0, s1 = a // per, (b - 1) // per
-        await _all([bind(self.segment, s) for s in range(s0, s1 + 1)], SEGMENTS_AT_ONCE)
+        await run_bounded([bind(self.segment, s) for s in range(s0, s1 + 1)], SEGMENTS_AT_ONCE)
         if s0 == s1:
             return self.segments[s0][a - s0 * per:b - s0 * per]
         return b"".join(self.segments[s][max(a - s * per, 0):min(b - s * per, per)]
                         for s in range(s0, s1 + 1))
-
-
-async def _all(jobs: list[Callable[[], Awaitable[Any]]], limit: int) -> None:
-    """Run `jobs`, at most `limit` at once; the first failure cancels the rest and is raised as itself."""
-    if len(jobs) == 1:
-        await jobs[0]()
-        return
-    slots = trio.Semaphore(limit)
-
-    async def one(job: Callable[[], Awaitable[Any]]) -> None:
-        async with slots:
-            await job()
-
-    try:
-        async with trio.open_nursery() as nursery:
-            for job in jobs:
-                nursery.start_soon(one, job)
-    except BaseExceptionGroup as group:
-        raise first_failure(group) from None
 
 
 async def communicator(ep: Endpoint, nursery: trio.Nursery, group: str, member: str | None = None, *,

@@ -124,6 +124,19 @@ def map_file(fd: int, size: int) -> memoryview:
         os.close(fd)
 
 
+def _check_sealed(fd: int, size: int) -> None:
+    """`fd` is a memory file of exactly `size` bytes, sealed against writes and resizing."""
+    try:
+        st = os.fstat(fd)
+        seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+    except OSError as exc:
+        raise ShmError(f"not a sealed memory file: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode) or st.st_size != size or size <= 0:
+        raise ShmError(f"the file passed holds {st.st_size} bytes, {size} expected")
+    if seals & REQUIRED_SEALS != REQUIRED_SEALS:
+        raise ShmError("the file passed is not sealed against writes and resizing")
+
+
 def map_private(fd: int, size: int) -> mmap.mmap:
     """A copy-on-write mapping of the sealed memory file `fd` of exactly `size`
     bytes, as a rank maps an aggregate its node handed it: reads share the
@@ -131,15 +144,7 @@ def map_private(fd: int, size: int) -> mmap.mmap:
     sealed and never changes).  Always closes `fd`; `ShmError` for anything
     else (not a file, another size, not sealed against writes)."""
     try:
-        try:
-            st = os.fstat(fd)
-            seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
-        except OSError as exc:
-            raise ShmError(f"not a sealed memory file: {exc.strerror or exc}") from None
-        if not stat.S_ISREG(st.st_mode) or st.st_size != size or size <= 0:
-            raise ShmError(f"the file passed holds {st.st_size} bytes, {size} expected")
-        if seals & REQUIRED_SEALS != REQUIRED_SEALS:
-            raise ShmError("the file passed is not sealed against writes and resizing")
+        _check_sealed(fd, size)
         try:
             return mmap.mmap(fd, size, flags=mmap.MAP_PRIVATE | getattr(mmap, "MAP_POPULATE", 0),
                              prot=mmap.PROT_READ | mmap.PROT_WRITE)
@@ -154,15 +159,9 @@ def read_sealed(fd: int, into: memoryview, size: int) -> None:
     (of that size), as a rank takes an aggregate its node handed it into its
     own buffer; always closes `fd`; `ShmError` for anything else."""
     try:
-        try:
-            st = os.fstat(fd)
-            seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
-        except OSError as exc:
-            raise ShmError(f"not a sealed memory file: {exc.strerror or exc}") from None
-        if not stat.S_ISREG(st.st_mode) or st.st_size != size or len(into) != size:
-            raise ShmError(f"the file passed holds {st.st_size} bytes, {size} expected")
-        if seals & REQUIRED_SEALS != REQUIRED_SEALS:
-            raise ShmError("the file passed is not sealed against writes and resizing")
+        _check_sealed(fd, size)
+        if len(into) != size:
+            raise ShmError(f"a buffer of {len(into)} bytes for a file of {size}")
         done = 0
         while done < size:
             n = os.preadv(fd, [into[done:]], done)

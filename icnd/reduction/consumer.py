@@ -30,7 +30,7 @@ import trio
 from icnd.codec import decode, encode
 from icnd.endpoint import Endpoint
 from icnd.errors import Error, Nacked, Timeout, raise_for_error
-from icnd.excgroups import first_failure
+from icnd.excgroups import run_bounded
 from icnd.faces import shm
 from icnd.name import Name
 from icnd.objects.fetch import RouteWait, verified
@@ -49,26 +49,6 @@ WINDOW_BYTES = 8 * 1024 * 1024  # segments outstanding, in bytes: half a stream 
 CONTRIBUTE_WINDOW = 4
 SHM_MIN = 64 * 1024  # a contribution this large goes to the client's own node in shared memory
 _digest = DigestKey()
-
-
-async def _run_all(jobs: list[Callable[[], Awaitable[None]]], limit: int) -> None:
-    """Run `jobs`, at most `limit` at once; the first failure cancels the
-    others and is raised as itself (not inside an ExceptionGroup)."""
-    if len(jobs) == 1:
-        await jobs[0]()
-        return
-    slots = trio.Semaphore(limit)
-
-    async def one(job: Callable[[], Awaitable[None]]) -> None:
-        async with slots:
-            await job()
-
-    try:
-        async with trio.open_nursery() as nursery:
-            for job in jobs:
-                nursery.start_soon(one, job)
-    except BaseExceptionGroup as group:
-        raise first_failure(group) from None
 
 
 @dataclass
@@ -148,7 +128,7 @@ async def create_group(ep: Endpoint, name: str, members: Sequence[str], *, rende
                 failed.append(f"{node} ({exc})")
 
         if nodes:
-            await _run_all([bind(install, node) for node in nodes], len(nodes))
+            await run_bounded([bind(install, node) for node in nodes], len(nodes))
         if failed:
             raise Error(f"group {name} version {desc.version} was created at {me} but not installed at "
                         f"{'; '.join(sorted(failed))}")
@@ -227,7 +207,7 @@ async def contribute(ep: Endpoint, group: str, rnd: int, array: Any, member: str
             result = await _contribute_remote(ep, m.node, member, data, remaining)
         added += result["added"]
 
-    await _run_all([bind(send, s) for s in range(nseg)], CONTRIBUTE_WINDOW)
+    await run_bounded([bind(send, s) for s in range(nseg)], CONTRIBUTE_WINDOW)
     return {"group": group, "round": rnd, "member": member, "segments": nseg, "added": added,
             "dtype": dt.str, "shape": list(arr.shape)}
 
@@ -321,7 +301,7 @@ async def reduce(ep: Endpoint, group: str, rnd: int, op: str, *, timeout: float,
         place(s, *await fetch.segment(s))
 
     if nseg > 1:
-        await _run_all([bind(one, s) for s in range(1, nseg)], max(1, min(window, WINDOW_BYTES // desc.seg_bytes)))
+        await run_bounded([bind(one, s) for s in range(1, nseg)], max(1, min(window, WINDOW_BYTES // desc.seg_bytes)))
     per_segment = [desc.member_ids(m.members) for m in metas if m is not None]
     common = sorted(set.intersection(*(set(ids) for ids in per_segment)))
     complete = len(common) == len(desc.members)
