@@ -54,8 +54,8 @@ from icnd.faces import shm
 from icnd.excgroups import run_bounded
 from icnd.name import Name
 from icnd.objects.fetch import verified
-from icnd.packet import Interest, NackReason
-from icnd.reduction.consumer import SHM_MIN, Reduced, _Fetcher, contribute, group_descriptor, node_id, reduce
+from icnd.packet import Data, Interest, NackReason
+from icnd.reduction.consumer import SHM_MIN, WINDOW_BYTES, Reduced, _Fetcher, contribute, group_descriptor, node_id, reduce
 from icnd.reduction.contrib import EPOCH_BITS
 from icnd.reduction.group import CONSUMER_OPS, GroupDescriptor, contrib_name, missing_members
 from icnd.reduction.segment import SegmentError, SegmentMeta, check_dtype, plan, unpack
@@ -376,9 +376,10 @@ class Communicator:
             at += len(e)
         await self._contribute(rnd, buf, deadline, sign=True)
 
-    async def _get(self, rnd: int, kind: str, root: int, rank: int, count: int, index: int, deadline: float) -> Any:
+    async def _get(self, rnd: int, kind: str, root: int, rank: int, count: int, index: int, deadline: float,
+                   window: trio.Semaphore) -> Any:
         """Value `index` of rank `rank`'s part of call `rnd` (made by `kind` with `root`, `count` values)."""
-        part = _Part(self._ep, self._desc, self.members[rank], rnd, deadline)
+        part = _Part(self._ep, self._desc, self.members[rank], rnd, deadline, window)
         whose = f"rank {rank} ({self.members[rank]})"
         try:
             header = await part.header()
@@ -397,10 +398,13 @@ class Communicator:
         (with `partial`: left out)."""
         got: dict[int, Any] = {}
         missing: list[int] = []
+        # segments outstanding for this call, in bytes: at most half a stream face's send queue,
+        # as for aggregates (icnd.reduction.consumer.WINDOW_BYTES), so the node never drops answers
+        window = trio.Semaphore(max(1, WINDOW_BYTES // self._desc.seg_bytes))
 
         async def one(r: int) -> None:
             try:
-                got[r] = await self._get(rnd, kind, root, r, count, index, deadline)
+                got[r] = await self._get(rnd, kind, root, r, count, index, deadline, window)
             except Timeout:
                 missing.append(r)
 
@@ -528,8 +532,9 @@ class Communicator:
 class _Part:
     """One rank's part of one call, fetched segment by segment from its node (rule 4)."""
 
-    def __init__(self, ep: Endpoint, desc: GroupDescriptor, member: str, rnd: int, deadline: float) -> None:
-        self.ep, self.desc, self.rnd, self.deadline = ep, desc, rnd, deadline
+    def __init__(self, ep: Endpoint, desc: GroupDescriptor, member: str, rnd: int, deadline: float,
+                 window: trio.Semaphore) -> None:
+        self.ep, self.desc, self.rnd, self.deadline, self.window = ep, desc, rnd, deadline, window
         m = desc.members[desc.index(member)]
         self.node, self.member = m.node, m.id
         self.segments: dict[int, memoryview] = {}
@@ -538,25 +543,37 @@ class _Part:
     def _name(self, seg: int) -> Name:
         return contrib_name(self.node, self.member, self.desc.group, self.rnd, seg)
 
+    async def _ask(self, name: Name) -> tuple[Interest, Data] | None:
+        """One request for `name` within the call's window of outstanding segments;
+        None to ask again (no answer yet, or no route toward the contributor's node
+        yet); Timeout naming the contributor at the deadline."""
+        data = None
+        with trio.move_on_at(self.deadline):
+            async with self.window:
+                remaining = self.deadline - trio.current_time()
+                interest = Interest(name, lifetime_ms=max(10, int(remaining * 1000)))
+                try:
+                    data = await self.ep.express(interest, timeout=max(0.01, remaining), retx=RETX)
+                except Timeout:
+                    return None
+                except Nacked as exc:
+                    if exc.reason != NackReason.NO_ROUTE.label or "no longer kept" in (exc.detail or ""):
+                        raise Error(f"{name}: {exc}") from None
+            if data is None:  # the contributor's node is not reachable (yet)
+                await trio.sleep(NO_ROUTE_WAIT)
+                return None
+            return interest, data
+        raise Timeout(f"{name}: not there by the deadline", missing=[self.member])
+
     async def segment(self, seg: int) -> memoryview:
         if seg in self.segments:
             return self.segments[seg]
         name = self._name(seg)
         while True:
-            remaining = self.deadline - trio.current_time()
-            if remaining <= 0.01:
-                raise Timeout(f"{name}: not there by the deadline", missing=[self.member])
-            interest = Interest(name, lifetime_ms=max(10, int(remaining * 1000)))
-            try:
-                data = await self.ep.express(interest, timeout=remaining, retx=RETX)
-            except Timeout:
+            answer = await self._ask(name)
+            if answer is None:  # no answer within RETX... or not routed yet: ask again until the deadline
                 continue
-            except Nacked as exc:
-                if exc.reason == NackReason.NO_ROUTE.label and "no longer kept" not in (exc.detail or ""):
-                    # the contributor's node is not reachable (yet): ask again until the deadline
-                    await trio.sleep(min(NO_ROUTE_WAIT, max(0.0, self.deadline - trio.current_time())))
-                    continue
-                raise Error(f"{name}: {exc}") from None
+            interest, data = answer
             data = await verified(self.ep, interest, data, max(0.1, self.deadline - trio.current_time()))
             try:
                 meta, view = unpack(data.content, seg_bytes=self.desc.seg_bytes, max_bytes=self.desc.max_bytes,
