@@ -28,9 +28,10 @@ Rules (the names and who fetches what):
    has not arrived by then is named in `icnd.Timeout` (``.missing``: member
    ids, ``.ranks``), unless ``partial=True`` (reductions: an
    `icnd.Reduced`, flagged; gather and allgather: None in its place).
-6. **Local ranks share the node's copy**: a large aggregate (64 KiB and up)
-   is fetched and verified once by the rank's node for all its local ranks
-   and handed to each in one sealed memory file, mapped copy-on-write
+6. **Local ranks share the node's copy**: a large aggregate (64 KiB and up),
+   and the values of bcast and allgather (every local rank reads the same
+   ones), are fetched and verified once by the rank's node for all its local
+   ranks and handed to each in one sealed memory file, mapped copy-on-write
    (`icnd.daemon.mgmt.results`), where the node's check is at least as
    strict as the rank's own would be (`Communicator._shared_results`).
 """
@@ -66,6 +67,7 @@ NO_ROUTE_WAIT = 0.1  # a part whose node the network has no route to yet: asked 
 PARTS_AT_ONCE = 16  # parts fetched concurrently
 SEGMENTS_AT_ONCE = 8  # segments of one part fetched concurrently
 MAX_SEQUENCE = 1 << EPOCH_BITS
+SHARED_KINDS = ("bcast", "allgather")  # where a node's local ranks all read the same values (rule 6)
 
 
 class Request:
@@ -379,7 +381,9 @@ class Communicator:
     async def _get(self, rnd: int, kind: str, root: int, rank: int, count: int, index: int, deadline: float,
                    window: trio.Semaphore) -> Any:
         """Value `index` of rank `rank`'s part of call `rnd` (made by `kind` with `root`, `count` values)."""
-        part = _Part(self._ep, self._desc, self.members[rank], rnd, deadline, window)
+        if kind in SHARED_KINDS and self._shared_results(SHM_MIN):
+            return await self._get_shared(rnd, kind, root, rank, count, index, deadline)
+        part = PartReader(self._ep, self._desc, self.members[rank], rnd, deadline, window)
         whose = f"rank {rank} ({self.members[rank]})"
         try:
             header = await part.header()
@@ -389,6 +393,26 @@ class Communicator:
             raise Error(f"{self.group} {kind}: {exc}") from None
         try:
             return decode_value(raw)
+        except DecodeError as exc:
+            raise Error(f"{self.group} {kind}: {whose} sent a malformed value: {exc}") from None
+
+    async def _get_shared(self, rnd: int, kind: str, root: int, rank: int, count: int, index: int,
+                          deadline: float) -> Any:
+        """`_get` through the node (rule 6): the value fetched and verified once for all its local ranks."""
+        remaining = max(0.1, deadline - trio.current_time())
+        whose = f"rank {rank} ({self.members[rank]})"
+        try:
+            info, fd = await self._ep.command_fd("collective", "part-shm", timeout=remaining + 1.0, group=self.group,
+                                                 version=self.version, round=rnd, member=self.members[rank],
+                                                 kind=kind, root=root, count=count, index=index, wait=remaining)
+        except CommandError as exc:
+            if exc.status == 504:
+                raise Timeout(str(exc), missing=[self.members[rank]]) from None
+            raise Error(f"{self.group} {kind}: {exc}") from None
+        try:
+            return decode_value(memoryview(shm.map_private(fd, int(info["size"]))))
+        except shm.ShmError as exc:
+            raise Error(f"{self.group} {kind}: the node's copy of {whose}'s part could not be mapped: {exc}") from None
         except DecodeError as exc:
             raise Error(f"{self.group} {kind}: {whose} sent a malformed value: {exc}") from None
 
@@ -529,7 +553,7 @@ class Communicator:
         return call
 
 
-class _Part:
+class PartReader:
     """One rank's part of one call, fetched segment by segment from its node (rule 4)."""
 
     def __init__(self, ep: Endpoint, desc: GroupDescriptor, member: str, rnd: int, deadline: float,

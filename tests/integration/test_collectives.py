@@ -267,3 +267,25 @@ async def test_local_ranks_share_one_verified_copy_of_a_large_aggregate(node_soc
         small = await each(comms, lambda c: c.allreduce(np.ones(4)))  # below 64 KiB: over the socket
         assert all(s.tolist() == [3.0] * 4 for s in small)
         assert (await reader.status())["counters"]["result_shm_fetches"] == after["result_shm_fetches"] + 1
+
+
+async def test_local_ranks_share_one_verified_copy_of_a_broadcast_value(node_socket) -> None:
+    """Rule 6 for values: the non-root ranks of one node reading a bcast (and every rank of an
+    allgather reading each other rank's value) share one fetch and one check by the node."""
+    async with AsyncExitStack() as stack:
+        comms = await ranks(stack, node_socket, 4)
+        reader = await stack.enter_async_context(icnd.connect(node_socket))
+        before = (await reader.status())["counters"]
+        value = {"w": np.arange(30_000, dtype=np.int32), "step": 3}
+        got = await each(comms, lambda c: c.bcast(value if c.rank == 0 else None, root=0))
+        after = (await reader.status())["counters"]
+        assert after["result_shm_fetches"] - before["result_shm_fetches"] == 1
+        assert after["result_shm_handovers"] - before["result_shm_handovers"] == 3
+        for g in got:
+            assert g["step"] == 3
+            np.testing.assert_array_equal(g["w"], value["w"])
+        got = await each(comms, lambda c: c.allgather(f"from {c.rank}"))
+        assert got == [[f"from {j}" for j in range(4)]] * 4
+        last = (await reader.status())["counters"]
+        assert last["result_shm_fetches"] - after["result_shm_fetches"] == 4  # one per rank's value
+        assert last["result_shm_handovers"] - after["result_shm_handovers"] == 12

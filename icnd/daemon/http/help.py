@@ -104,10 +104,11 @@ HELP: dict[str, str] = {
     "contrib_refused_untrusted": "contributions handed over by other nodes that the trust schema refused "
                                  "(also in contrib_refused)",
     "contrib_shm": "contributions handed over in shared memory and stored whole",
-    "result_shm_fetches": "aggregates this node fetched and verified once for its local ranks (reduce/fetch-shm)",
-    "result_shm_handovers": "aggregates handed to local ranks in a sealed memory file",
-    "result_shm_refused": "reduce/fetch-shm requests refused (bad arguments, no descriptor passing, over the bound, "
-                          "an incomplete or failed aggregate)",
+    "result_shm_fetches": "aggregates and collective values this node fetched and verified once for its local ranks "
+                          "(reduce/fetch-shm, collective/part-shm)",
+    "result_shm_handovers": "aggregates and values handed to local ranks in a sealed memory file",
+    "result_shm_refused": "reduce/fetch-shm and collective/part-shm requests refused (bad arguments, no descriptor "
+                          "passing, over the bound, an incomplete or failed aggregate, a part not there)",
     "contrib_shm_refused": "shared-memory contribution hand-overs refused",
     "groups_refused_full": "group announcements (or local creates) refused: the group table is full",
     "groups_refused_source": "group announcements refused: the announcing key's quota (groups_per_source)",
