@@ -31,8 +31,8 @@ made for the case with 4 MiB segments (the largest icnd allows; bench/reduce.py'
 choice on TCP links) and one `Client.communicator` per rank.  A repetition
 starts every rank at once; each makes ``inner`` back-to-back calls (10 up
 to 4 KiB, else 1); time per call = (the last rank's finish - start) /
-``inner``: the slowest rank, as MPI's max over ranks.  One untimed (but
-checked) repetition first.  MPI side: bench/mpi_collectives.py under
+``inner``: the slowest rank, as MPI's max over ranks; every call's result
+is checked after the repetition.  One untimed (but checked) repetition first.  MPI side: bench/mpi_collectives.py under
 ``mpirun`` (one launch per placement, the buffer methods: ``Bcast``,
 ``Allgather``, ``Alltoall``, ``Reduce_scatter_block``, ``Allreduce``,
 ``Barrier``), method of bench/mpi_allreduce.py (200 inner calls up to
@@ -225,16 +225,18 @@ async def one_case(clients: list[Any], meter: Any, index: int, op: str, nbytes: 
     comms = [await c.communicator(group, member=m) for c, m in zip(clients, members)]
     payload = Payload(op, nbytes, RANKS)
     inner = inner_calls(nbytes)
-    outs = ([np.empty_like(x) for x in payload.inputs] if op == "allreduce" else [None] * RANKS)
+    # one call per repetition: allreduce into each rank's reused result array (as MPI's receive
+    # buffer); several: fresh results, so every call's answer can be checked afterwards
+    outs = ([np.empty_like(x) for x in payload.inputs] if op == "allreduce" and inner == 1 else [None] * RANKS)
     samples: list[float] = []
 
     async def repetition(rep: int, timed: bool) -> float:
-        results: list[Any] = [None] * RANKS
+        results: list[list[Any]] = [[] for _ in range(RANKS)]
         done = [0.0] * RANKS
 
         async def rank(r: int) -> None:
             for _ in range(inner):
-                results[r] = await call(comms[r], payload, opts.timeout, outs[r])
+                results[r].append(await call(comms[r], payload, opts.timeout, outs[r]))
             done[r] = time.perf_counter()
 
         with trio.fail_after(opts.timeout * inner + 10):
@@ -248,7 +250,8 @@ async def one_case(clients: list[Any], meter: Any, index: int, op: str, nbytes: 
             if timed:
                 meter.stop()
         for r in range(RANKS):
-            payload.check(r, results[r], f"{op} repetition {rep}: rank {r}'s result")
+            for k, got in enumerate(results[r]):
+                payload.check(r, got, f"{op} repetition {rep}, call {k + 1}: rank {r}'s result")
         return elapsed
 
     warm = await repetition(0, timed=False)
@@ -369,8 +372,9 @@ def judge(name: str, value: float | None, ratio: float | None) -> dict[str, Any]
 
 
 def build_lines(placement: str, cases: list[Case], icnd: dict[Case, R.Timing], icnd_error: str | None,
-                mpi: dict[Case, R.Timing], mpi_error: str | None) -> tuple[list[dict], list[str]]:
-    lines: list[dict] = []
+                mpi: dict[Case, R.Timing], mpi_error: str | None) -> tuple[list[dict[str, Any]], list[str]]:
+    """One JSON line and one table row per case; a baseline and a ratio only where MPI measured one."""
+    lines: list[dict[str, Any]] = []
     rows: list[str] = []
     transport = BASELINE[placement]
     for op, nbytes in cases:
@@ -457,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
         if why:
             notes.append(f"{side}: {why}")
             C.log(notes[-1], False)
-    lines: list[dict] = []
+    lines: list[dict[str, Any]] = []
     rows: dict[str, list[str]] = {}
     workdir = tempfile.mkdtemp(prefix="icnd-collectives-mpi-")
     failed = False
