@@ -1003,7 +1003,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                     "(default all; quick none)")
     ap.add_argument("--extra-only", action="store_true",
                     help="only the --extra cases (default all of them): no op/size matrix, no MPI baselines")
+    ap.add_argument("--netns", action="store_true",
+                    help="shaped links (issue #30; root): allreduce of 8 hosts, one namespace each, over 100 Mbit/s "
+                         "tbf links, icnd against MPI in the same namespaces (bench/netns_reduce.py); default "
+                         "sizes 1MiB,16MiB,64MiB, 3 reps, layouts star and tree (quick: 1MiB, star)")
+    ap.add_argument("--netns-layouts", help="with --netns: comma-separated, of star, tree (default both)")
+    ap.add_argument("--netns-routing", choices=("static", "link-state"), default="static",
+                    help="with --netns: icnd's routing (default static; see bench/netns_reduce.py ROUTING)")
     opts = ap.parse_args(argv)
+    if opts.netns:
+        return _netns_args(ap, opts)
     opts.quiet = opts.json_only
     opts.members = parse_list(opts.members, int) if opts.members else list(QUICK_MEMBERS if opts.quick else MEMBERS)
     opts.sizes = parse_list(opts.sizes, parse_size) if opts.sizes else list(QUICK_SIZES if opts.quick else SIZES)
@@ -1032,8 +1041,37 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return opts
 
 
+def _netns_args(ap: argparse.ArgumentParser, opts: argparse.Namespace) -> argparse.Namespace:
+    """The options of ``--netns`` (bench/netns_reduce.py): its own defaults for sizes, members
+    (8, one count), reps and layouts; the op is allreduce only and the loopback cases are off."""
+    import netns_reduce as N
+
+    opts.quiet = opts.json_only
+    opts.members = parse_list(opts.members, int) if opts.members else [N.MEMBERS]
+    opts.sizes = parse_list(opts.sizes, parse_size) if opts.sizes else list(N.QUICK_SIZES if opts.quick else N.SIZES)
+    opts.reps = opts.reps or N.REPS
+    opts.layouts = (parse_list(opts.netns_layouts, str.strip) if opts.netns_layouts
+                    else ["star"] if opts.quick else list(N.LAYOUTS))
+    opts.ops = ["allreduce"]
+    opts.extra = []
+    if opts.segment_bytes is None:
+        opts.segment_bytes = N.SEGMENT_BYTES
+    if opts.extra_only or opts.rendezvous or opts.layout != "tree" or opts.mpi_transports != "tcp,shm":
+        ap.error("--netns: --extra-only, --rendezvous, --layout and --mpi-transports do not apply "
+                 "(use --netns-layouts; the rendezvous is the central switch, MPI runs over the shaped links)")
+    if (len(opts.members) != 1 or opts.members[0] < 2 or opts.members[0] % 2 or opts.reps < 1
+            or any(s <= 0 or s % 4 for s in opts.sizes) or any(x not in N.LAYOUTS for x in opts.layouts)):
+        ap.error("--netns: one even member count >= 2, reps >= 1, sizes positive multiples of 4 bytes, "
+                 f"layouts among {', '.join(N.LAYOUTS)}")
+    return opts
+
+
 def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
+    if opts.netns:
+        import netns_reduce
+
+        return netns_reduce.main(opts)
     transports = parse_list(opts.mpi_transports, str.strip)
     t0 = time.perf_counter()
     notes: list[str] = []
