@@ -73,7 +73,8 @@ async def test_ranks_asking_at_once_or_later_share_one_fetch(monkeypatch, autoju
     assert handover.tables() == {"result_shm_files": 1, "result_shm_bytes": 8000}
     await trio.sleep(6)  # past the ttl: the file is closed, a new request fetches again
     assert handover.tables() == {"result_shm_files": 0, "result_shm_bytes": 0}
-    await handover.fetch_shm(LOCAL, args())
+    for fd in (await handover.fetch_shm(LOCAL, args())).fds:
+        os.close(fd)
     assert fake.calls == 2
     handover.close()
 
