@@ -63,6 +63,7 @@ from icnd.sync import (
     CLOSE_TIMEOUT,
     COLLECTIVES,
     CONTEXT,
+    CommunicatorView,
     METHODS,
     PLAIN,
     START_GRACE,
@@ -209,7 +210,7 @@ class AioRequest:
         return f"<AioRequest {self.what} {'done' if self.done else 'in flight'}>"
 
 
-class AioCommunicator:
+class AioCommunicator(CommunicatorView):
     """`icnd.collective.Communicator` for asyncio, made by
     `AsyncClient.communicator`: the same attributes (``rank``, ``size``,
     ``group``, ``member``, ``version``, ``members``), its collectives as
@@ -224,14 +225,8 @@ class AioCommunicator:
     them alone until it has finished."""
 
     def __init__(self, owner: AsyncClient, comm: Communicator) -> None:
+        super().__init__(comm)
         self._owner = owner
-        self._comm = comm
-        self.rank: int = comm.rank
-        self.size: int = comm.size
-        self.group: str = comm.group
-        self.member: str = comm.member
-        self.version: int = comm.version
-        self.members: list[str] = list(comm.members)
 
     async def _call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         return await self._owner._call(getattr(self._comm, name), *args, **kwargs)

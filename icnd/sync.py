@@ -441,7 +441,21 @@ class SyncRequest:
         return f"<SyncRequest {self._request.what} {'done' if self.done else 'in flight'}>"
 
 
-class SyncCommunicator:
+class CommunicatorView:
+    """What a façade's communicator shows of the `Communicator` it drives:
+    ``rank``, ``size``, ``group``, ``member``, ``version``, ``members``."""
+
+    def __init__(self, comm: Communicator) -> None:
+        self._comm = comm
+        self.rank: int = comm.rank
+        self.size: int = comm.size
+        self.group: str = comm.group
+        self.member: str = comm.member
+        self.version: int = comm.version
+        self.members: list[str] = list(comm.members)
+
+
+class SyncCommunicator(CommunicatorView):
     """`icnd.collective.Communicator` for blocking code, made by
     `SyncClient.communicator`: the same attributes (``rank``, ``size``,
     ``group``, ``member``, ``version``, ``members``) and collectives
@@ -455,14 +469,8 @@ class SyncCommunicator:
     runs: leave them alone until it has finished (as MPI asks of buffers)."""
 
     def __init__(self, loop: ClientThread, comm: Communicator) -> None:
+        super().__init__(comm)
         self._loop = loop
-        self._comm = comm
-        self.rank: int = comm.rank
-        self.size: int = comm.size
-        self.group: str = comm.group
-        self.member: str = comm.member
-        self.version: int = comm.version
-        self.members: list[str] = list(comm.members)
 
     def _call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         return _wait(self._loop, self._loop.submit(getattr(self._comm, name), *args, **kwargs))

@@ -6,12 +6,13 @@
   memory: what the fetch pipeline needs.
 - `upload`: an object put into an `ObjectStore` the way the node's upload
   commands do.
+- `each`: one coroutine per party, all at once (a collective's ranks).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -140,3 +141,16 @@ def upload(store: ObjectStore, name: str, blob: bytes, segment_size: int, chunk:
     for offset in range(0, len(blob), chunk):
         store.append(uid, offset, blob[offset:offset + chunk])
     return store.commit(uid, key)
+
+
+async def each(parties: Sequence[Any], fn: Callable[[Any], Awaitable[Any]]) -> list[Any]:
+    """``fn(party)`` for every party at once (a collective's ranks, say); the results in order."""
+    out: list[Any] = [None] * len(parties)
+
+    async def one(i: int) -> None:
+        out[i] = await fn(parties[i])
+
+    async with trio.open_nursery() as nursery:
+        for i in range(len(parties)):
+            nursery.start_soon(one, i)
+    return out

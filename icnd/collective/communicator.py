@@ -396,6 +396,24 @@ class Communicator:
         except DecodeError as exc:
             raise Error(f"{self.group} {kind}: {whose} sent a malformed value: {exc}") from None
 
+    async def _all_values(self, rnd: int, kind: str, root: int, rank: int, deadline: float) -> list[Any]:
+        """Every value of rank `rank`'s part of call `rnd` (one per rank: scatter, alltoall), its header read once."""
+        reader = PartReader(self._ep, self._desc, self.members[rank], rnd, deadline,
+                            trio.Semaphore(max(1, WINDOW_BYTES // self._desc.seg_bytes)))
+        whose = f"rank {rank} ({self.members[rank]})"
+        try:
+            header = await reader.header()
+            header.check(kind, root, self.size, whose)
+            raws = [await reader.read(*header.span(d)) for d in range(self.size)]
+        except packing.PackingError as exc:
+            raise Error(f"{self.group} {kind}: {exc}") from None
+        except Timeout:
+            raise self._timeout(kind, rnd, [rank]) from None
+        try:
+            return [decode_value(raw) for raw in raws]
+        except DecodeError as exc:
+            raise Error(f"{self.group} {kind}: {whose} sent a malformed value: {exc}") from None
+
     async def _get_shared(self, rnd: int, kind: str, root: int, rank: int, count: int, index: int,
                           deadline: float) -> Any:
         """`_get` through the node (rule 6): the value fetched and verified once for all its local ranks."""
@@ -694,9 +712,5 @@ async def collective_result(ep: Endpoint, group: str, seq: int, kind: str, *, op
                                  deadline, False)
         return [got[r] for r in everyone]
     if kind == "scatter":
-        return [(await reader._gets(rnd, kind, reader._root(root), [root], reader.size, d, deadline, False))[root]
-                for d in everyone]
-    rows: list[list[Any]] = []
-    for j in everyone:
-        rows.append([(await reader._gets(rnd, kind, -1, [j], reader.size, d, deadline, False))[j] for d in everyone])
-    return rows
+        return await reader._all_values(rnd, kind, reader._root(root), root, deadline)
+    return [await reader._all_values(rnd, kind, -1, j, deadline) for j in everyone]

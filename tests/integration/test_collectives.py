@@ -14,6 +14,7 @@ import trio
 
 import icnd
 from icnd.topology import launch
+from tests.fakes import each
 
 LINE3 = Path(__file__).resolve().parents[2] / "topologies" / "line3.toml"
 OPS = {"sum": np.add.reduce, "max": np.maximum.reduce, "min": np.minimum.reduce, "prod": np.multiply.reduce}
@@ -23,19 +24,6 @@ async def ranks(stack: AsyncExitStack, sock: str, n: int, group: str = "job", **
     clients = [await stack.enter_async_context(icnd.connect(sock)) for _ in range(n)]
     await clients[0].create_group(group, members=[f"r{i}@s" for i in range(n)], **kw)
     return [await c.communicator(group, member=f"r{i}") for i, c in enumerate(clients)]
-
-
-async def each(comms, fn):
-    """fn(comm) at every rank at once; the results in rank order."""
-    out: list = [None] * len(comms)
-
-    async def one(i):
-        out[i] = await fn(comms[i])
-
-    async with trio.open_nursery() as n:
-        for i in range(len(comms)):
-            n.start_soon(one, i)
-    return out
 
 
 def check_all(comms, xs, got_by_op, dt):
@@ -289,3 +277,13 @@ async def test_local_ranks_share_one_verified_copy_of_a_broadcast_value(node_soc
         last = (await reader.status())["counters"]
         assert last["result_shm_fetches"] - after["result_shm_fetches"] == 4  # one per rank's value
         assert last["result_shm_handovers"] - after["result_shm_handovers"] == 12
+
+
+async def test_late_reader_of_scatter_and_alltoall(node_socket) -> None:
+    async with AsyncExitStack() as stack:
+        comms = await ranks(stack, node_socket, 3)
+        await each(comms, lambda c: c.scatter([10, 11, 12] if c.rank == 1 else None, root=1))  # call 0
+        await each(comms, lambda c: c.alltoall([(c.rank, d) for d in range(3)]))  # call 1
+        reader = await stack.enter_async_context(icnd.connect(node_socket))
+        assert await reader.collective_result("job", 0, "scatter", root=1) == [10, 11, 12]
+        assert await reader.collective_result("job", 1, "alltoall") == [[(j, d) for d in range(3)] for j in range(3)]

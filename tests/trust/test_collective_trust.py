@@ -10,14 +10,13 @@ import time
 from contextlib import AsyncExitStack
 
 import numpy as np
-import trio
 
 import icnd
 from icnd.keyfiles import save_certificate
-from icnd.name import Name
-from icnd.security import Ed25519Key
 from icnd.testing.processes import Daemon
-from icnd.trust import issue, self_signed
+from tests.fakes import each
+
+from ._pki import DAY, anchor, certified, write_schema
 
 NOW = time.time()
 SCHEMA = """\
@@ -42,13 +41,11 @@ signer = "/node/<n>/KEY/<*>"
 
 
 async def test_ranks_with_a_schema_verify_themselves_and_keyless_ones_share_the_nodes_copy(tmp_path) -> None:
-    anchor_key = Ed25519Key.generate(Name("/net"))
-    save_certificate(self_signed(anchor_key, now=NOW - 3600), tmp_path / "anchor.cert")
-    (tmp_path / "schema.toml").write_text(SCHEMA)
-    node_key = Ed25519Key.generate(Name("/node/s"))
+    anchor_key, anchor_cert = anchor(now=NOW - DAY)
+    schema = str(write_schema(tmp_path, SCHEMA, {"anchor.cert": anchor_cert}))
+    node_key, node_cert = certified("/node/s", anchor_key, now=NOW - 60, days=1)
     (tmp_path / "node.key").write_bytes(node_key.to_bytes())
-    save_certificate(issue(anchor_key, node_key, now=NOW - 60, days=1), tmp_path / "node.cert")
-    schema = str(tmp_path / "schema.toml")
+    save_certificate(node_cert, tmp_path / "node.cert")
     daemon = Daemon(tmp_path, "--name", "/node/s", "--key", str(tmp_path / "node.key"), "--cert",
                     str(tmp_path / "node.cert"), "--trust", schema, "--listen", "udp://127.0.0.1:0", name="s")
     try:
@@ -59,17 +56,6 @@ async def test_ranks_with_a_schema_verify_themselves_and_keyless_ones_share_the_
                            for _ in range(3)]
                 await clients[0].create_group(group, members=[f"r{i}@s" for i in range(3)])
                 return [await c.communicator(group, member=f"r{i}") for i, c in enumerate(clients)]
-
-            async def each(comms, fn):
-                out: list = [None] * len(comms)
-
-                async def one(i):
-                    out[i] = await fn(comms[i])
-
-                async with trio.open_nursery() as n:
-                    for i in range(len(comms)):
-                        n.start_soon(one, i)
-                return out
 
             status = await stack.enter_async_context(icnd.connect(daemon.socket))
             xs = [np.arange(20_000.0) * (r + 1) for r in range(3)]
