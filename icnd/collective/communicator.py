@@ -56,7 +56,8 @@ from icnd.excgroups import run_bounded
 from icnd.name import Name
 from icnd.objects.fetch import verified
 from icnd.packet import Data, Interest, NackReason
-from icnd.reduction.consumer import SHM_MIN, WINDOW_BYTES, Reduced, _Fetcher, contribute, group_descriptor, node_id, reduce
+from icnd.reduction.consumer import (SHM_MIN, WINDOW_BYTES, Reduced, _Fetcher, contribute, group_descriptor,
+                                     member_of, node_id, reduce)
 from icnd.reduction.contrib import EPOCH_BITS
 from icnd.reduction.group import CONSUMER_OPS, GroupDescriptor, contrib_name, missing_members
 from icnd.reduction.segment import SegmentError, SegmentMeta, check_dtype, plan, unpack
@@ -661,11 +662,7 @@ async def communicator(ep: Endpoint, nursery: trio.Nursery, group: str, member: 
     desc, wire = await group_descriptor(ep, group, version)
     me = await node_id(ep)
     member = member or me
-    try:
-        m = desc.members[desc.index(member)]
-    except KeyError:
-        raise ValueError(f"{member} is not a member of group {group} "
-                         f"(members: {', '.join(str(x) for x in desc.members)})") from None
+    m = member_of(desc, member)
     if m.node != me:
         raise ValueError(f"member {member} of {group} lives on node {m.node}; a rank attaches to its own node's "
                          f"socket, and this client is attached to {me}")

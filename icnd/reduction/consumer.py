@@ -36,7 +36,7 @@ from icnd.name import Name
 from icnd.objects.fetch import RouteWait, verified
 from icnd.packet import Data, Interest, NackReason
 from icnd.security import DigestKey
-from icnd.reduction.group import (COMMAND_SEG_BYTES, CONSUMER_OPS, GroupDescriptor, aggregate_prefix, contribution_data,
+from icnd.reduction.group import (COMMAND_SEG_BYTES, CONSUMER_OPS, GroupDescriptor, Member, aggregate_prefix, contribution_data,
                                   missing_members, reduce_interest, remote_contribute_name)
 from icnd.reduction.segment import SegmentError, SegmentMeta, check_dtype, pack, plan, segment_head, unpack
 
@@ -89,6 +89,15 @@ async def group_descriptor(ep: Endpoint, group: str, version: int | None = None,
     data = decode(wire)
     assert isinstance(data, Data)
     return GroupDescriptor.from_data(data), wire
+
+
+def member_of(desc: GroupDescriptor, member: str) -> Member:
+    """`member` of the group `desc` describes; ValueError naming the members if it is not one."""
+    try:
+        return desc.members[desc.index(member)]
+    except KeyError:
+        raise ValueError(f"{member} is not a member of group {desc.group} "
+                         f"(members: {', '.join(str(x) for x in desc.members)})") from None
 
 
 async def node_id(ep: Endpoint) -> str:
@@ -159,11 +168,7 @@ async def contribute(ep: Endpoint, group: str, rnd: int, array: Any, member: str
     desc, _ = described or await group_descriptor(ep, group)
     me = await node_id(ep)
     member = member or me
-    try:
-        m = desc.members[desc.index(member)]
-    except KeyError:
-        raise ValueError(f"{member} is not a member of group {group} "
-                         f"(members: {', '.join(str(x) for x in desc.members)})") from None
+    m = member_of(desc, member)
     arr = np.asarray(array)
     dt = check_dtype(arr.dtype)
     arr = np.ascontiguousarray(arr, dtype=dt)  # byte order only, never a change of kind
