@@ -32,8 +32,22 @@ async def counters(net, node: str) -> dict[str, int]:
     return (await (await net.connect(node)).status())["counters"]
 
 
+async def shortest_paths_at_root(net, timeout: float = 15.0) -> None:
+    """Wait until r routes to every member along the shortest path (cost 2: r - a1|a2 - w).
+    The topology is ready once every node reaches every other, which can be over the a1 - a2
+    cross link for a moment while adjacencies come up: a split along it has one child, not two."""
+    r = await net.connect("r")
+    with trio.fail_after(timeout):
+        while True:
+            costs = {route["prefix"]: route["cost"] for route in await r.command("route", "list")}
+            if all(costs.get(f"/node/{m}") == 2 for m in MEMBERS):
+                return
+            await trio.sleep(0.1)
+
+
 async def test_sum_max_min_exact_and_combined_in_the_network(net) -> None:
     cs = await clients(net)
+    await shortest_paths_at_root(net)
     rng = np.random.default_rng(5)
     ints = {m: rng.integers(-10**12, 10**12, 1000) for m in MEMBERS}
     floats = {m: rng.standard_normal(300_000).astype(np.float32) for m in MEMBERS}  # 1.2 MB: 3 segments
