@@ -110,7 +110,7 @@ from __future__ import annotations
 
 import math
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -129,7 +129,8 @@ from icnd.core.routing.lsdb import (
     encode_record,
     record_name,
 )
-from icnd.core.routing.paths import Distances, neighbor_distances, next_hops
+from icnd.core.routing.paths import Distances, Graph, neighbor_distances, next_hops
+from icnd.core.routing.placement import MAX_REFS, Placement, place
 from icnd.errors import BoundsExceeded, DecodeError, Error
 from icnd.name import T_VERSION, Name, decode_nonneg, generic
 from icnd.packet import Data, Interest
@@ -971,6 +972,34 @@ class Router:
             "aliases": len(self._aliases),
             "counters": dict(self.counters), "last_refusal": self.last_refusal,
         }
+
+    def graph(self) -> Graph:
+        """The link-state graph of Rule 8: u->v (u's cost) where u's record lists v and v's lists u."""
+        listed = {r.state.origin: r.neighbors for r in self.lsdb}
+        return {u: {v: c for v, c in nbrs.items() if u in listed.get(v, ())} for u, nbrs in listed.items()}
+
+    def place(self, fn: Name, refs: Sequence[Name]) -> list[Placement]:
+        """The hosts of function `fn` for a call with arguments `refs`, best first
+        (`icnd.core.routing.placement`): the origins of `fn`'s longest announced
+        prefix, ranked by their route cost from this database's graph to the
+        origins of each ref's longest announced prefix.  This node is one of
+        them when it announces `fn`; empty when nobody does.  Raises ValueError
+        for more than `icnd.core.routing.placement.MAX_REFS` refs."""
+        if len(refs) > MAX_REFS:
+            raise ValueError(f"{len(refs)} refs, more than {MAX_REFS}")
+        hosts = self._announced(fn)
+        if not hosts:
+            return []
+        return place(self.graph(), hosts, [self._announced(r) for r in refs], caller=self.me)
+
+    def _announced(self, name: Name) -> Mapping[str, tuple[int | None, int | None]]:
+        """Origin -> (capacity, load) of the longest announced prefix of `name` (empty: none)."""
+        index = self._origins_of
+        for i in range(len(name), 0, -1):
+            origins = index.get(name[:i].to_uri())
+            if origins:
+                return origins
+        return {}
 
 
 def _version(comp: bytes) -> int:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from icnd.core.routing.placement import MAX_REFS
+from icnd.core.routing.router import Router
 from icnd.daemon.mgmt.args import arg, name_arg
 from icnd.daemon.mgmt.dispatcher import Commands
 from icnd.errors import CommandError
@@ -51,6 +53,11 @@ class RoutingControl(Protocol):
         CommandError(404, ...) when no local application serves `prefix`."""
         ...
 
+    @property
+    def router(self) -> Router:
+        """The node's sans-IO router, read for ``routing/place`` (`Router.place`)."""
+        ...
+
     def status(self) -> dict[str, Any]:
         """The ``routing/status`` result (the ``icnd routing --json`` object,
         docs/management.md#routing): plain msgpack-able values only."""
@@ -67,6 +74,7 @@ class RoutingManager:
             ("routing", "announce"): self.announce,
             ("routing", "withdraw"): self.withdraw,
             ("routing", "load"): self.load,
+            ("routing", "place"): self.place,
         }
 
     def _control(self) -> RoutingControl:
@@ -103,3 +111,22 @@ class RoutingManager:
             values[key] = value
         control.set_load(prefix, values["capacity"], values["load"])
         return {"prefix": prefix.to_uri(), **values}
+
+    async def place(self, face: Face, args: dict[str, Any]) -> Any:
+        """The hosts of function ``fn`` for a call with arguments ``refs`` (name URIs, at most
+        `MAX_REFS`), best first: ``{"hosts": [{node, cost, capacity, load}, ...]}``, cost None
+        for a host that is no candidate (`icnd.core.routing.placement`); empty when no node
+        announces ``fn``."""
+        control = self._control()
+        fn = name_arg(arg(args, "fn", str), "function name")
+        refs = arg(args, "refs", list, [])
+        if len(refs) > MAX_REFS:
+            raise CommandError(400, f"{len(refs)} refs, more than {MAX_REFS}")
+        names = []
+        for ref in refs:
+            if not isinstance(ref, str):
+                raise CommandError(400, "refs must be name URIs (strings)")
+            names.append(name_arg(ref, "ref"))
+        hosts = control.router.place(fn, names)
+        return {"hosts": [{"node": h.node, "cost": h.cost, "capacity": h.capacity, "load": h.load}
+                          for h in hosts]}
