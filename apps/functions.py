@@ -66,3 +66,24 @@ def fail(message: str = "boom") -> None:
 def double(x):
     """Twice x (numbers and numpy arrays alike)."""
     return x * 2
+
+
+def total(x: np.ndarray | bytes) -> float:
+    """The sum of an array's elements (of a bytes value's bytes): a small
+    answer about a large argument, e.g. one passed as ``icnd.Ref(name)``."""
+    if isinstance(x, (bytes, bytearray, memoryview)):
+        return float(sum(bytes(x)))
+    return float(np.asarray(x).sum())
+
+
+@icnd.function(pure=True)
+def digest(x: np.ndarray | bytes) -> str:
+    """SHA-256 (hex) of a bytes value, or of an array's dtype, shape and
+    bytes; pure, so a repeated call with the same bytes is answered from the
+    memo (a named argument's memo key is its content's digest, not its name)."""
+    import hashlib
+
+    if isinstance(x, (bytes, bytearray, memoryview)):
+        return hashlib.sha256(bytes(x)).hexdigest()
+    a = np.ascontiguousarray(x)
+    return hashlib.sha256(f"{a.dtype.str}{a.shape}".encode() + a.tobytes()).hexdigest()

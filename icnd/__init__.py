@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from icnd import aio, sync
     from icnd.client import Client, connect
     from icnd.compute.registry import function
+    from icnd.compute.named import Future, Ref
     from icnd.reduction.consumer import Reduced
 
 # name -> the module it lives in (the module itself for `sync` and `aio`)
@@ -58,6 +59,8 @@ _LAZY = {
     "connect": "icnd.client",
     "function": "icnd.compute.registry",
     "Reduced": "icnd.reduction.consumer",
+    "Ref": "icnd.compute.named",
+    "Future": "icnd.compute.named",
     "sync": "icnd.sync",
     "aio": "icnd.aio",
 }
@@ -95,6 +98,8 @@ __all__ = [
     "Name",
     "NotFound",
     "Reduced",
+    "Ref",
+    "Future",
     "RemoteError",
     "SigType",
     "Timeout",

@@ -26,6 +26,8 @@ name (the table `icnd.sync.METHODS`, checked by tests/test_facade.py):
   (``sign``, ...) are coroutines: ``await c.fetch(...)``;
 - context managers (``serve``, ``host``, ``reflexive``, ``stream``) are
   async context managers: ``async with c.host({...}):``;
+- ``submit`` gives an `AioFuture`: an `icnd.Future` (pass it to ``call``
+  as any future) whose ``result()`` is awaited on your loop;
 - ``communicator`` gives an `AioCommunicator`: the collectives of
   `icnd.collective.Communicator` as asyncio coroutines, and their
   ``i<name>`` forms returning an `AioRequest` (``await r.wait()``).
@@ -55,6 +57,7 @@ from typing import Any, Callable, Generator
 
 from icnd.client import Client
 from icnd.collective import Communicator, Request
+from icnd.compute.named import AioFuture
 from icnd.compute.pool import wait_future
 from icnd.errors import Error
 from icnd.sync import (
@@ -254,6 +257,11 @@ for _name in COLLECTIVES:
 
 
 def _async_method(name: str, kind: str) -> Callable[..., Any]:
+    if name == "submit":
+        async def submit(self: AsyncClient, *args: Any, **kwargs: Any) -> AioFuture:
+            future = await self._call(self.client.submit, *args, **kwargs)
+            return AioFuture(future.name, owner=self)
+        return facade_method(submit, name, AsyncClient, AioFuture)
     if name == "communicator":
         async def communicator(self: AsyncClient, *args: Any, **kwargs: Any) -> AioCommunicator:
             return AioCommunicator(self, await self._call(self.client.communicator, *args, **kwargs))
@@ -317,4 +325,4 @@ def connect(path: str | None = None, *, timeout: float = 5.0, **kwargs: Any) -> 
     return Connecting(path, timeout, kwargs)
 
 
-__all__ = ["AioCommunicator", "AioRequest", "AsyncClient", "Connecting", "connect"]
+__all__ = ["AioCommunicator", "AioFuture", "AioRequest", "AsyncClient", "Connecting", "connect"]

@@ -20,6 +20,8 @@ under its own name, with its signature and docstring:
 - a plain method (``sign``, ``send``, ...) runs in the client's loop, never
   concurrently with it;
 - ``aclose`` is ``close`` (the thread and its loop stop too);
+- ``submit`` returns a `SyncFuture`: an `icnd.Future` (pass it to ``call``
+  as any future) whose ``result()`` blocks;
 - ``communicator`` returns a `SyncCommunicator`: the collectives of
   `icnd.collective.Communicator`, each blocking, and their ``i<name>``
   forms returning a `SyncRequest` with a blocking ``wait()`` and ``test()``.
@@ -53,6 +55,7 @@ import trio
 from icnd.client import Client
 from icnd.client import connect as async_connect
 from icnd.collective import Communicator, Request
+from icnd.compute.named import SyncFuture
 from icnd.errors import Error
 from icnd.excgroups import lone, only_cancelled
 
@@ -67,7 +70,8 @@ METHODS: dict[str, str] = {
     "on_receive": PLAIN, "send": PLAIN, "sign": PLAIN, "sign_digest": PLAIN,
     "passes_fds": PLAIN, "command_fd": CALL, "express": CALL, "fetch": CALL, "verify": CALL, "fetch_key": CALL,
     "reflexive": CONTEXT, "stream": CONTEXT, "serve": ASYNC_CONTEXT, "host": ASYNC_CONTEXT,
-    "call": CALL, "publish": CALL, "unpublish": CALL, "publish_object": CALL, "fetch_manifest": CALL,
+    "call": CALL, "submit": CALL, "result": CALL,
+    "publish": CALL, "unpublish": CALL, "publish_object": CALL, "publish_value": CALL, "fetch_manifest": CALL,
     "fetch_object": CALL, "fetch_segments": CALL,
     "create_group": CALL, "group": CALL, "contribute": CALL, "reduce": CALL, "allreduce": CALL,
     "communicator": CALL, "collective_result": CALL,
@@ -507,6 +511,10 @@ for _name in COLLECTIVES:
 
 
 def _sync_method(name: str, kind: str) -> Callable[..., Any]:
+    if name == "submit":
+        def submit(self: SyncClient, *args: Any, **kwargs: Any) -> SyncFuture:
+            return SyncFuture(self._call(self.client.submit, *args, **kwargs).name, owner=self)
+        return facade_method(submit, name, SyncClient, SyncFuture)
     if name == "communicator":
         def communicator(self: SyncClient, *args: Any, **kwargs: Any) -> SyncCommunicator:
             return SyncCommunicator(self._loop, self._call(self.client.communicator, *args, **kwargs))
@@ -537,4 +545,4 @@ def connect(path: str | None = None, **kwargs: Any) -> SyncClient:
     return SyncClient(path, **kwargs)
 
 
-__all__ = ["SyncClient", "SyncCommunicator", "SyncRequest", "connect"]
+__all__ = ["SyncClient", "SyncCommunicator", "SyncFuture", "SyncRequest", "connect"]

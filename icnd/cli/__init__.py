@@ -19,7 +19,7 @@ it is parsed (`icnd.cli.options.socket_path`).
 One module per command group: `run` (the daemon and its configuration),
 `nfdc` (status, face, route, cs, strategy: one table of management
 commands), `routing` (announce, withdraw, routing: rows of the same
-table), `data` (ping, fetch, publish, poke), `compute` (call), `reduce`
+table), `data` (ping, fetch, publish, poke), `compute` (call, submit, result), `reduce`
 (reduce, contribute, group), `exec` (icnd exec: start a collective job),
 `keys` (keygen, cert), `topo` (topo up/down/sim);
 `app` assembles the parser and runs `main`.  Shared pieces: `options`

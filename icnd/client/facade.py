@@ -52,6 +52,7 @@ consumers; a schema never trusts it).  See docs/security.md.
 from __future__ import annotations
 
 import os
+import secrets
 import time
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Callable, Sequence
@@ -64,6 +65,8 @@ from icnd.collective import communicator as collective
 from icnd.codec import encode
 from icnd.compute.caller import Caller
 from icnd.compute.host import FunctionHost, HostLimits
+from icnd.compute.named import Future
+from icnd.compute.values import encode_value
 from icnd.compute.registry import hosted
 from icnd.endpoint import DEFAULT_TIMEOUT, Handler, resolve_socket_path
 from icnd.errors import CommandError, Error, Timeout
@@ -238,7 +241,8 @@ class Client(FaceEndpoint):
 
     # --- named functions ---------------------------------------------------------------------
     async def call(self, fn: NameLike, *args: Any, timeout: float = 60.0, pure: bool = False,
-                   lifetime: float = 4.0, reflexive: bool = False) -> Any:
+                   lifetime: float = 4.0, reflexive: bool = False, place: str = "near",
+                   info: dict[str, Any] | None = None) -> Any:
         """Invoke the named function `fn` with `args` (RICE: the host pulls the
         arguments over reflexive forwarding, long work comes back as a thunk).
 
@@ -251,9 +255,43 @@ class Client(FaceEndpoint):
         forwarding.  Raises RemoteError (the function raised or refused),
         Unauthorized, Nacked (e.g. no-route: nobody serves `fn`, once the
         call has waited for a route until `timeout`, as `fetch` does),
-        Timeout."""
+        Timeout.
+
+        An argument may be a name instead of a value: `icnd.Ref` (named
+        data) or `icnd.Future` (another call's result, from `submit`); the
+        host fetches it itself, never through this client (a RemoteError
+        ``bad-ref`` names one it could not fetch).  `place`: where a call
+        with named arguments runs when several nodes host `fn`: ``"near"``
+        (default: the host with the least route cost to the arguments'
+        producers, as this client's node sees the link-state database),
+        ``"any"`` (the network picks, as for any call), or a node's name.
+        `info`, if given, is filled with ``host``: the node the call was
+        placed at (None when the network picked).  See docs/functions.md,
+        "Composing computations"."""
         return await self.caller.call(Name(fn), args, timeout=timeout, pure=pure, lifetime=lifetime,
-                                      reflexive=reflexive)
+                                      reflexive=reflexive, place=place, info=info)
+
+    async def submit(self, fn: NameLike, *args: Any, timeout: float = 60.0, lifetime: float = 4.0,
+                     reflexive: bool = False, place: str = "near") -> Future:
+        """Start a call of `fn` and return at once (once the host has taken
+        it) with an `icnd.Future`: the name its result will be stored under.
+        ``await fut.result()`` or `result` fetches it; passed as an argument
+        of another call, that call's host fetches it by name.  `timeout`
+        bounds starting the call; arguments and `place` are as for `call`.
+        The result stays fetchable for the host's retention time after the
+        call finished (60 s by default), then `result` raises NotFound."""
+        name = await self.caller.call(Name(fn), args, timeout=timeout, pure=False, lifetime=lifetime,
+                                      reflexive=reflexive, place=place, future=True)
+        return Future(name, self)
+
+    async def result(self, name: NameLike | Future, *, timeout: float = 60.0) -> Any:
+        """The result of a submitted call, by its future's name (anyone the
+        name reaches may ask): polled while the call runs, at most `timeout`
+        seconds (Timeout); the function's error as its exception; NotFound
+        once its host no longer keeps it."""
+        if isinstance(name, Future):
+            name = name.name
+        return await self.caller.result(Name(name), timeout=timeout)
 
     @asynccontextmanager
     async def host(self, functions: dict[str, Callable[..., Any]], *, allow: dict[str, list[str]] | None = None,
@@ -272,7 +310,8 @@ class Client(FaceEndpoint):
         allow = allow or {}
         specs = [hosted(prefix, fn, allow.get(prefix, ())) for prefix, fn in functions.items()]
         host = FunctionHost(self, specs, await self.node_name(),
-                            limits=HostLimits(max_jobs=max_jobs, retention=retention), workers=workers, pool=pool)
+                            limits=HostLimits(max_jobs=max_jobs, retention=retention), workers=workers, pool=pool,
+                            results_tag=secrets.token_hex(4))
         async with trio.open_nursery() as nursery:
             await nursery.start(host.run)
             try:
@@ -294,6 +333,15 @@ class Client(FaceEndpoint):
         stored, signed Data; CommandError if the node refuses it."""
         return await objects.publish(self, name, content, freshness=freshness, content_type=content_type,
                                      sign_by=sign_by)
+
+    async def publish_value(self, name: NameLike, value: Any, *, segment_size: int = DEFAULT_SEGMENT_SIZE,
+                            freshness: float | None = None) -> Manifest:
+        """Publish one value (a numpy array, or any function argument value,
+        `icnd.compute.values`) as a segmented object marked as a value, so
+        that a function given ``icnd.Ref(name)`` receives the value itself
+        rather than its encoding's bytes."""
+        return await objects.publish_object(self, name, encode_value(value), segment_size=segment_size,
+                                            freshness=freshness, kind="value")
 
     async def unpublish(self, name: NameLike) -> None:
         """Have the node drop what `publish`/`publish_object` stored under `name`; CommandError if it refuses."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
 import time
 from collections import OrderedDict
@@ -42,15 +43,17 @@ from icnd.compute.rice import (
     MANIFEST,
     MAX_ARGS,
     MAX_OFFERED_SESSIONS,
-    MAX_POLL_WAIT,
     SESSION_TTL,
     call_proof,
     session_key_name,
     session_keys,
 )
+from icnd.compute.named import encode_named, is_named
+from icnd.compute.resolve import await_result, thunk_fields
 from icnd.compute.values import decode_value, encode_value
 from icnd.endpoint import Endpoint
 from icnd.errors import (
+    Error,
     Nacked,
     RemoteError,
     Timeout,
@@ -60,10 +63,12 @@ from icnd.errors import (
     error_fields,
 )
 from icnd.name import T_SEGMENT, Name, generic, rnp, segment
-from icnd.objects.fetch import MAX_PUBLISH_CONTENT, RouteWait, express_routed, fetch, fetch_object, fresh
+from icnd.objects.fetch import MAX_PUBLISH_CONTENT, RouteWait, express_routed, fresh
 from icnd.objects.manifest import DEFAULT_SEGMENT_SIZE, segment_count
 from icnd.packet import ContentType, Data, Interest, Nack, NackReason, SigType
 from icnd.security import DigestKey, Ed25519Key, HmacVerifyKey
+
+log = logging.getLogger("icnd.compute")
 
 TI_LIFETIME = 4.0  # seconds; the client re-expresses the same TI name after this much silence
 SMALL_CALL_MAX = 8 * 1024  # encoded arguments up to this ride in the trigger (one round trip)
@@ -205,15 +210,23 @@ class Caller:
 
     async def call(self, fn: Name, args: tuple[Any, ...], *, timeout: float, pure: bool,
                    lifetime: float = TI_LIFETIME, segment_size: int = DEFAULT_SEGMENT_SIZE,
-                   reflexive: bool = False) -> Any:
-        """The result of `fn` applied to `args` (see `Client.call`)."""
-        encoded = [encode_value(a) for a in args]
+                   reflexive: bool = False, place: str = "near", future: bool = False,
+                   info: dict[str, Any] | None = None) -> Any:
+        """The result of `fn` applied to `args` (see `Client.call`); with
+        `future`, the name its result will be stored under (`Client.submit`).
+        `info`, if given, is filled with where the call went (``host``: the
+        node it was placed at, None when the network chose)."""
+        named = any(is_named(a) for a in args)
+        encoded = [encode_named(a) if is_named(a) else encode_value(a) for a in args]
         if len(encoded) > MAX_ARGS:
             raise ValueError(f"at most {MAX_ARGS} arguments")
         deadline = trio.current_time() + timeout
         try:
             with trio.fail_at(deadline):
-                if pure:
+                target = await self._placed(fn, args, place, info) if named or place not in ("near", "any") else fn
+                # a call with named arguments never takes the params-sha256 form: its name would stand for
+                # the refs' names, and a cache could answer it after a name came to mean other bytes
+                if pure and not named and not future:
                     params = msgpack.packb(encoded, use_bin_type=True)
                     if len(params) <= MAX_PUBLISH_CONTENT:
                         try:
@@ -221,56 +234,108 @@ class Caller:
                         except Unauthorized:  # the host admits proven callers only: a proven call
                             pass              # (still memoized there, shared among admitted callers)
                 if not reflexive and sum(len(b) for b in encoded) <= SMALL_CALL_MAX:
-                    return await self._small_call(fn, encoded, deadline, lifetime)
-                return await self._rice_call(fn, encoded, segment_size, deadline, lifetime)
+                    answer = await self._small_call(target, encoded, deadline, lifetime, future)
+                else:
+                    answer = await self._rice_call(target, encoded, segment_size, deadline, lifetime, future)
+                    await self.ep.verify(answer)
+                if future:
+                    return self._future_name(answer, fn)
+                return await self._result(answer, deadline, verified=True, what=fn)
         except trio.TooSlowError:
             raise Timeout(f"{fn}: no result within {timeout:g}s") from None
 
+    async def result(self, name: Name, *, timeout: float) -> Any:
+        """The result stored under `name` (a `Future`'s), waiting for it at
+        most `timeout` seconds (`Client.result`)."""
+        try:
+            with trio.fail_after(timeout):
+                return await await_result(self.ep, name, trio.current_time() + timeout)
+        except trio.TooSlowError:
+            raise Timeout(f"{name}: no result within {timeout:g}s") from None
+
+    async def _placed(self, fn: Name, args: tuple[Any, ...], place: str, info: dict[str, Any] | None) -> Name:
+        """The name to send the call to: ``<host node>/<fn>`` for a host
+        `place` names, or (``place="near"``) the one the caller's node finds
+        nearest the named arguments' producers (``routing/place``); `fn` itself
+        (the network picks) with ``place="any"``, or when the node has no
+        link-state routing or knows of one host at most."""
+        host: str | None = None
+        if place not in ("near", "any"):
+            host = Name(place).to_uri()
+        elif place == "near":
+            refs = [a.name.to_uri() for a in args if is_named(a)]
+            try:
+                hosts = (await self.ep.command("routing", "place", fn=fn.to_uri(), refs=refs))["hosts"]
+            except Error as exc:  # no link-state routing here (409), or an older node: the network picks
+                log.debug("%s: no placement (%s)", fn, exc)
+                hosts = []
+            if len(hosts) > 1 and hosts[0].get("cost") is not None:
+                host = hosts[0]["node"]
+        if info is not None:
+            info["host"] = host
+        return fn if host is None else Name(host).append_wire(*fn.comps)
+
+    @staticmethod
+    def _future_name(answer: Data, fn: Name) -> Name:
+        """The result name a submitted call's (verified) answer gives."""
+        if answer.content_type == ContentType.ERROR:
+            raise error_exception(answer, fn)
+        if answer.content_type != ContentType.THUNK:
+            raise RemoteError("protocol", f"{fn}: the host answered a submitted call with content type "
+                                          f"{answer.content_type}, not a thunk (a host from before submit?)")
+        return thunk_fields(answer)[0]
+
     # --- small calls ----------------------------------------------------------------------------
-    async def _small_call(self, fn: Name, encoded: list[bytes], deadline: float, lifetime: float) -> Any:
+    async def _small_call(self, fn: Name, encoded: list[bytes], deadline: float, lifetime: float,
+                          future: bool) -> Data:
         """Small arguments ride in the trigger itself, with the caller's proof of
         identity: one round trip instead of the reflexive handshake (the result
         still comes back inline or as a thunk).  The proof is MACs under session
         keys the function's hosts granted (`CallerSessions`), or an Ed25519
         signature: at once when there are none, else when the host that got the
         call holds none of them.  Both attempts carry the same call-id, so
-        however the first one was answered the host never runs the call twice."""
+        however the first one was answered the host never runs the call twice.
+        Returns the verified answer."""
         sessions = self.sessions
         call_id = secrets.token_bytes(16)
         offered = sessions.for_call(fn)
         if offered:
-            answer = await self._small_attempt(fn, call_id, encoded, offered, None, offered, deadline, lifetime)
+            answer = await self._small_attempt(fn, call_id, encoded, offered, None, offered, deadline, lifetime,
+                                               future)
             if answer is not None:
-                return await self._result(answer, deadline, verified=True, what=fn)
+                return answer
         exchange = X25519PrivateKey.generate() if sessions.start_offer(fn, force=bool(offered)) else None
         try:
-            answer = await self._small_attempt(fn, call_id, encoded, [], exchange, offered, deadline, lifetime)
+            answer = await self._small_attempt(fn, call_id, encoded, [], exchange, offered, deadline, lifetime,
+                                               future)
         finally:
             if exchange is not None:
                 sessions.end_offer(fn)
         if answer is None:
             raise RemoteError("protocol", f"{fn}: a signed call was answered session-unknown")
-        return await self._result(answer, deadline, verified=True, what=fn)
+        return answer
 
     async def _small_attempt(self, fn: Name, call_id: bytes, encoded: list[bytes], sent: list[CallSession],
                              exchange: X25519PrivateKey | None, known: list[CallSession], deadline: float,
-                             lifetime: float) -> Data | None:
+                             lifetime: float, future: bool) -> Data | None:
         """One small call, proven by MACs under the `sent` sessions or (none
         sent) signed, offering `exchange`'s key if given; its verified answer,
         None if the host held none of the `sent` sessions.  `known`: sessions
         whose MACs answers may carry (a signed retry may meet the answer of an
         earlier attempt that was MACed)."""
-        interest = self._small_trigger(fn, call_id, encoded, sent, exchange, lifetime)
+        interest = self._small_trigger(fn, call_id, encoded, sent, exchange, lifetime, future)
         data = await self._express_busy(fn, interest, deadline, lifetime)
         return await self._open_small_answer(fn, data, known, exchange, asked_sessions=bool(sent))
 
     def _small_trigger(self, fn: Name, call_id: bytes, encoded: list[bytes], offered: list[CallSession],
-                       exchange: X25519PrivateKey | None, lifetime: float) -> Interest:
+                       exchange: X25519PrivateKey | None, lifetime: float, future: bool = False) -> Interest:
         base = fn.append_wire(generic(call_id))
         ts = time.time_ns() // 1_000_000
         body: dict[str, Any] = {"args": encoded, "ts": ts}
+        if future:  # (covered by the proof: nobody on the way can turn a submit into a call or back)
+            body["future"] = True
         if offered:
-            message = call_proof(base, ts, encoded)
+            message = call_proof(base, ts, encoded, future=future)
             body["sessions"] = [[s.sid, s.mac(message)] for s in offered]
         else:
             key = self.key()
@@ -278,7 +343,7 @@ class Caller:
             if kx is not None:
                 body["kx"] = kx
             body.update(pub=key.public_bytes(), key=key.name.comps,
-                        sig=key.sign_bytes(call_proof(base, ts, encoded, kx)))
+                        sig=key.sign_bytes(call_proof(base, ts, encoded, kx, future=future)))
             cert = self.certificate()
             if cert is not None:  # so that a host with a trust schema need not fetch it
                 body["cert"] = cert
@@ -329,21 +394,25 @@ class Caller:
         return await self._result(data, deadline, what=fn)
 
     async def _rice_call(self, fn: Name, encoded: list[bytes], segment_size: int,
-                         deadline: float, lifetime: float) -> Any:
+                         deadline: float, lifetime: float, future: bool) -> Data:
         """Invoke; every host busy, or no route yet → wait (`_Refusals`) and try
-        again with the same call-id (so no host ever runs it twice) and a fresh RNP."""
+        again with the same call-id (so no host ever runs it twice) and a fresh
+        RNP.  Returns the answer, unverified."""
         call_id = secrets.token_bytes(16)
         return await _Refusals.retrying(
-            fn, deadline, lambda: self._rice_attempt(fn, call_id, encoded, segment_size, deadline, lifetime))
+            fn, deadline, lambda: self._rice_attempt(fn, call_id, encoded, segment_size, lifetime, future))
 
     async def _rice_attempt(self, fn: Name, call_id: bytes, encoded: list[bytes], segment_size: int,
-                            deadline: float, lifetime: float) -> Any:
+                            lifetime: float, future: bool) -> Data:
         reflexive = rnp(secrets.token_bytes(16))
         ti_name = fn.append_wire(generic(call_id), reflexive)
         key = self.key()
         digests = [_segment_digests(blob, segment_size) for blob in encoded]
-        manifest = msgpack.packb({"segment_size": segment_size,
-                                  "args": [{"size": len(b), "digests": d} for b, d in zip(encoded, digests)]})
+        plan: dict[str, Any] = {"segment_size": segment_size,
+                                "args": [{"size": len(b), "digests": d} for b, d in zip(encoded, digests)]}
+        if future:
+            plan["future"] = True
+        manifest = msgpack.packb(plan)
         activity = [trio.current_time()]
 
         def on_reflexive(interest: Interest) -> Data | Nack:
@@ -383,33 +452,22 @@ class Caller:
                     # silence for a whole lifetime means the TI was lost: re-express it
                     while trio.current_time() - activity[0] < lifetime:
                         await trio.sleep(lifetime - (trio.current_time() - activity[0]))
-        return await self._result(data, deadline, what=fn)
+        return data
 
     # --- the answer -------------------------------------------------------------------------------
     async def _result(self, data: Data, deadline: float, *, verified: bool = False,
                       what: Name | None = None) -> Any:
         """Turn a trigger answer (inline, thunk or error) into the result;
         an error names `what` (the function) rather than the trigger."""
-        ep = self.ep
         if not verified:
-            await ep.verify(data)
-        while True:
-            if data.content_type == ContentType.ERROR:
-                raise error_exception(data, what)
-            if data.content_type == ContentType.BLOB:
-                return decode_value(data.content)
-            if data.content_type != ContentType.THUNK:
-                raise RemoteError("protocol", f"{data.name}: unexpected content type {data.content_type}")
-            name, eta_ms = _parse_thunk(data)
-            await trio.sleep(min(eta_ms / 1000.0, MAX_POLL_WAIT, max(deadline - trio.current_time(), 0)))
-            found = await fetch(ep, name, can_be_prefix=True, must_be_fresh=True, verify=False,
-                                timeout=min(TI_LIFETIME, max(deadline - trio.current_time(), 0.05)),
-                                routes_until=deadline)
-            if found.content_type in (ContentType.THUNK, ContentType.ERROR):
-                await ep.verify(found)
-                data = found
-                continue
-            return decode_value(await fetch_object(ep, name, timeout=max(deadline - trio.current_time(), 0.05)))
+            await self.ep.verify(data)
+        if data.content_type == ContentType.BLOB:
+            return decode_value(data.content)
+        if data.content_type == ContentType.THUNK:
+            return await await_result(self.ep, thunk_fields(data)[0], deadline, answer=data, what=what)
+        if data.content_type == ContentType.ERROR:
+            raise error_exception(data, what)
+        raise RemoteError("protocol", f"{data.name}: unexpected content type {data.content_type}")
 
 
 def _accept_grant(sessions: CallerSessions, fn: Name, data: Data, exchange: X25519PrivateKey) -> Data:
@@ -439,14 +497,3 @@ def _accept_grant(sessions: CallerSessions, fn: Name, data: Data, exchange: X255
 def _segment_digests(blob: bytes, segment_size: int) -> bytes:
     n = segment_count(len(blob), segment_size)
     return b"".join(hashlib.sha256(blob[i * segment_size:(i + 1) * segment_size]).digest() for i in range(n))
-
-
-def _parse_thunk(data: Data) -> tuple[Name, int]:
-    """A thunk's (result name, ETA in ms); RemoteError if it is not one."""
-    try:
-        body = msgpack.unpackb(data.content, raw=False)
-        if not isinstance(body.get("name"), str) or type(body.get("eta_ms")) is not int:
-            raise ValueError
-        return Name(body["name"]), body["eta_ms"]
-    except Exception:
-        raise RemoteError("protocol", f"{data.name}: malformed thunk") from None

@@ -54,6 +54,8 @@ from icnd.compute.rice import (
     THUNK,
     call_proof,
 )
+from icnd.compute.named import NamedArg, decode_argument
+from icnd.compute.resolve import await_result, fetch_ref
 from icnd.compute.values import decode_value, encode_value
 from icnd.endpoint import Endpoint
 from icnd.errors import CommandError, DecodeError, Error, Nacked, Timeout, VerificationError, error_data
@@ -87,6 +89,8 @@ class HostLimits:
     max_tombstones: int = 10_000
     max_sessions: int = 4096  # session keys granted to callers, least recently used dropped
     max_memo_bytes: int = 64 * 1024 * 1024  # pure results remembered, least recently used dropped
+    max_ref_bytes: int = 256 * 1024 * 1024  # the largest named argument (icnd.Ref) a call's host fetches
+    ref_timeout: float = 300.0  # seconds a call's host waits for its named arguments (futures included)
 
 
 _verify_keys: OrderedDict[bytes, Ed25519VerifyKey] = OrderedDict()
@@ -135,7 +139,8 @@ def _result_or_error(outcome: Outcome) -> tuple[bytes | None, tuple[str, str] | 
 
 # a function host's counters (in `icnd status`, zero on nodes that host nothing)
 HOST_COUNTERS = ("fn_calls", "fn_busy", "fn_signed_calls", "fn_session_calls", "fn_sessions_granted",
-                 "fn_session_unknown", "fn_unauthorized", "fn_bad_calls", "fn_executions", "fn_memo_evictions")
+                 "fn_session_unknown", "fn_unauthorized", "fn_bad_calls", "fn_executions", "fn_memo_evictions",
+                 "fn_refs_fetched", "fn_refs_refused")
 HOST_TABLES = ("fn_active", "fn_jobs", "fn_sessions", "fn_memo", "fn_memo_bytes")
 
 
@@ -147,6 +152,10 @@ class ArgumentsRefused(ValueError):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+class _RefUnavailable(Exception):
+    """A call's named argument could not be fetched (the message names it)."""
 
 
 class _NotOurs(Exception):
@@ -168,6 +177,7 @@ class ArgumentPlan(TypedDict):
 
     segment_size: int
     args: list[tuple[int, bytes]]  # per argument: (size in bytes, its segments' SHA-256 digests)
+    future: bool  # a submitted call: answered with a thunk at once (`Client.submit`)
 
 
 @dataclass
@@ -182,7 +192,8 @@ class FunctionHost:
 
     def __init__(self, ep: Endpoint, functions: list[HostedFunction], node_name: Name, *,
                  limits: HostLimits = HostLimits(), workers: int = 4, pool: str = "threads",
-                 validator: Validator | None = None, fetch_cert: FetchCert | None = None) -> None:
+                 validator: Validator | None = None, fetch_cert: FetchCert | None = None,
+                 results_tag: str | None = None) -> None:
         """Synchronous functions run in `workers` threads, or with ``pool =
         "processes"`` in as many worker processes (`icnd.compute.pool`): each
         must then be importable by name (ValueError otherwise).
@@ -190,7 +201,12 @@ class FunctionHost:
         `validator` (default: the endpoint's, if it has one) decides, when it
         has a trust schema, whether a caller's key is certified (its chain
         reaches an anchor); `fetch_cert` fetches a certificate by key name
-        (default: an Interest with CanBePrefix through the endpoint)."""
+        (default: an Interest with CanBePrefix through the endpoint).
+
+        Results handed out as thunks live under ``<node>/thunk/<id>``, or with
+        `results_tag` under ``<node>/thunk/<tag>/<id>``: an application's host
+        has one, so that it and the node's own host (``--function``), or two
+        applications on one node, never answer each other's polls."""
         if pool not in POOLS:
             raise ValueError(f"function pool {pool!r}: expected one of {', '.join(POOLS)}")
         self.processes = ProcessPool(workers) if pool == "processes" else None
@@ -207,7 +223,8 @@ class FunctionHost:
         self._fetch_cert = fetch_cert or self._fetch_key
         self.functions = sorted(functions, key=lambda f: -len(f.prefix))
         self.node_name = node_name
-        self.thunk_prefix = node_name.append_wire(THUNK)
+        self.thunk_prefix = node_name.append_wire(THUNK) if results_tag is None else \
+            node_name.append_wire(THUNK, generic(results_tag))
         self.limits = limits
         self.threads = ThreadPool(workers)
         self.active = 0
@@ -235,6 +252,8 @@ class FunctionHost:
             self._nursery = nursery
             for f in self.functions:
                 await stack.enter_async_context(self.ep.serve(f.prefix, self._on_call))
+                # and under this host's node name, where a call placed here is sent (`Caller._placed`)
+                await stack.enter_async_context(self.ep.serve(self.directed(f), self._on_call))
             await stack.enter_async_context(self.ep.serve(self.thunk_prefix, self._on_poll))
             if self.ep.key is None:  # callers refuse digest-only answers: the node signs them
                 await stack.enter_async_context(self._signed_by_node())
@@ -258,7 +277,8 @@ class FunctionHost:
         (``signing/remove``) when the host does."""
         added: list[Name] = []
         try:
-            for prefix in [f.prefix for f in self.functions] + [self.thunk_prefix]:
+            for prefix in [f.prefix for f in self.functions] + [self.directed(f) for f in self.functions] \
+                    + [self.thunk_prefix]:
                 await self.ep.command("signing", "add", prefix=prefix.to_uri())
                 added.append(prefix)
             yield
@@ -352,10 +372,21 @@ class FunctionHost:
                         prefix, exc or type(exc).__name__)
 
     # --- calls ------------------------------------------------------------------------------
-    def _function_for(self, name: Name) -> HostedFunction | None:
+    def directed(self, fn: HostedFunction) -> Name:
+        """``<node>/<fn>``: the name a call placed at this host is sent to."""
+        return self.node_name.append_wire(*fn.prefix.comps)
+
+    def _function_for(self, name: Name) -> tuple[HostedFunction, int] | None:
+        """The function `name` calls, and how many of its components name it
+        (its prefix, or this node's name and its prefix)."""
+        comps = name.comps
+        node = self.node_name.comps
+        directed = comps[:len(node)] == node
         for f in self.functions:
             if f.prefix.is_prefix_of(name):
-                return f
+                return f, len(f.prefix)
+            if directed and comps[len(node):len(node) + len(f.prefix)] == f.prefix.comps:
+                return f, len(node) + len(f.prefix)
         return None
 
     @property
@@ -368,13 +399,14 @@ class FunctionHost:
 
     async def _on_call(self, interest: Interest) -> Data | Nack | None:
         self.counters["fn_calls"] += 1
-        fn = self._function_for(interest.name)
-        if fn is None:
+        found = self._function_for(interest.name)
+        if found is None:
             self.counters["fn_bad_calls"] += 1
             return self._error(interest.name, "no-such-function", f"{interest.name} is not served here")
+        fn, named_by = found
         self.calls[fn.prefix] += 1
         self._load_changed.set()  # the node's status page shows the calls (_report_calls)
-        rest = interest.name.comps[len(fn.prefix):]
+        rest = interest.name.comps[named_by:]
         if len(rest) == 1 and rest[0][0] == T_PARAMS and interest.app_params is not None:
             return await self._pure_call(fn, interest)
         small = len(rest) == 2 and rest[1][0] == T_PARAMS and interest.app_params is not None
@@ -466,10 +498,11 @@ class FunctionHost:
             except (Nacked, Timeout) as exc:
                 raise Timeout(f"{ti.name}: arguments could not be fetched: {exc}") from None
             try:
-                args.append(decode_value(blob))
+                args.append(decode_argument(blob))
             except DecodeError as exc:
                 return self._error(ti.name, "bad-arguments", f"argument {index}: {exc}")
-        return await self._start(fn, ti.name, args, memo_key=(fn.prefix.comps, self._args_digest(plan)))
+        return await self._start(fn, ti.name, args, memo_key=(fn.prefix.comps, self._args_digest(plan)),
+                                 future=plan["future"])
 
     async def _small_call(self, fn: HostedFunction, ti: Interest) -> Data:
         """A call whose arguments and proof of identity ride in the trigger:
@@ -483,7 +516,9 @@ class FunctionHost:
                 raise ValueError("arguments are not a list of encoded values")
             if type(ts) is not int:
                 raise ValueError("malformed proof")
-            offered, kx = body.get("sessions"), body.get("kx")
+            offered, kx, future = body.get("sessions"), body.get("kx"), body.get("future", False)
+            if type(future) is not bool:
+                raise ValueError("malformed future flag")
             if kx is not None and (offered is not None or not (isinstance(kx, bytes) and len(kx) == 32)):
                 raise ValueError("malformed session key offer (only a signed call may make one)")
             cert = body.get("cert")
@@ -502,7 +537,8 @@ class FunctionHost:
         counters = self.counters
         session: HostSession | None = None
         if offered is not None:
-            session, ours = self.sessions.find(offered, call_proof(base, ts, encoded), trio.current_time())
+            session, ours = self.sessions.find(offered, call_proof(base, ts, encoded, future=future),
+                                               trio.current_time())
             if not ours:  # nothing ran: forget the call-id, so that the signed retry (same id) runs it
                 counters["fn_session_unknown"] += 1
                 raise _NotOurs(self._error(ti.name, "session-unknown",
@@ -513,7 +549,7 @@ class FunctionHost:
                 pub, cert = session.public_key, None
         else:
             counters["fn_signed_calls"] += 1
-            principal = self._check_proof(key_name, pub, sig, call_proof(base, ts, encoded, kx), ts)
+            principal = self._check_proof(key_name, pub, sig, call_proof(base, ts, encoded, kx, future=future), ts)
         signer = None if session is None else session.answers
         if principal is None:
             counters["fn_unauthorized"] += 1
@@ -526,12 +562,13 @@ class FunctionHost:
             counters["fn_unauthorized"] += 1
             return self._error(ti.name, "unauthorized", refusal, signer)
         try:
-            args = [decode_value(b) for b in encoded]
+            args = [decode_argument(b) for b in encoded]
         except DecodeError as exc:
             counters["fn_bad_calls"] += 1
             return self._error(ti.name, "bad-arguments", str(exc), signer)
         digest = hashlib.sha256(b"".join(hashlib.sha256(b).digest() for b in encoded)).digest()
-        answer = await self._start(fn, ti.name, args, memo_key=(fn.prefix.comps, digest), signer=signer)
+        answer = await self._start(fn, ti.name, args, memo_key=(fn.prefix.comps, digest), signer=signer,
+                                   future=future)
         return answer if kx is None else self._grant(answer, kx, principal, pub)
 
     def _grant(self, answer: Data, kx: bytes, principal: Name, public_key: bytes) -> Data:
@@ -598,6 +635,9 @@ class FunctionHost:
             body = msgpack.unpackb(data.content, raw=False)
             segment_size = body["segment_size"]
             args = [(a["size"], a["digests"]) for a in body["args"]]
+            future = body.get("future", False)
+            if type(future) is not bool:
+                raise ValueError
         except Exception:
             raise ArgumentsRefused("bad-arguments", "malformed argument manifest") from None
         if len(args) > MAX_ARGS:
@@ -611,7 +651,7 @@ class FunctionHost:
                 Manifest(Name("/x"), 0, size, segment_size, digests)  # validates sizes and digest count
             except ValueError as exc:
                 raise ArgumentsRefused("bad-arguments", str(exc)) from None
-        return {"segment_size": segment_size, "args": args}
+        return {"segment_size": segment_size, "args": args, "future": future}
 
     async def _admits(self, fn: HostedFunction, principal: Name | None, public_key: bytes | None = None,
                       cert: bytes | None = None) -> str | None:
@@ -722,42 +762,71 @@ class FunctionHost:
 
     # --- running -----------------------------------------------------------------------------
     async def _start(self, fn: HostedFunction, name: Name, args: list[Any], *, memo_key: CallKey,
-                     pure_name: bool = False, signer: SigningKey | None = None) -> Data:
+                     pure_name: bool = False, signer: SigningKey | None = None, future: bool = False) -> Data:
         """Run the call (or answer from the memo); the trigger's answer,
-        signed by `signer` (a session's key) or the host's key."""
-        memo = self._memo_get(memo_key) if fn.info.pure else None
-        if memo is not None:  # (every path here checked the caller against the policy first)
+        signed by `signer` (a session's key) or the host's key.  A call with
+        named arguments fetches them first, as part of its job (so a long
+        fetch is answered with a thunk like long work), and is memoized by
+        their implicit digests (`_run_job`).  A submitted call (`future`) is
+        answered with a thunk at once, its result stored under the thunk's
+        name whatever its size."""
+        named = any(isinstance(a, NamedArg) for a in args)
+        memo = self._memo_get(memo_key) if fn.info.pure and not named else None
+        if memo is not None and not future:  # (every path here checked the caller against the policy first)
             return self._result_data(name, memo, fn.info.freshness_ms if pure_name else 0, signer)
         job = Job(trio.current_time())
         assert self._nursery is not None
-        self.counters["fn_executions"] += 1
-        self._running[fn.prefix] = self._running.get(fn.prefix, 0) + 1
-        self._load_changed.set()
-        if fn.is_async or self.processes is not None:
-            self._nursery.start_soon(self._run_job, fn, args, job, memo_key)
-        else:  # a worker thread; encoding the result there too
-            self.threads.submit(lambda: encode_value(fn.fn(*args)),
-                                lambda outcome: self._job_done(fn, job, memo_key, *_result_or_error(outcome)))
-        with trio.move_on_after(INLINE_BUDGET):  # cancelled: nobody knows the job; it ends unseen
-            await job.done.wait()
-        if job.done.is_set() and (job.error is not None or len(job.result or b"") <= INLINE_MAX):
+        if memo is not None:  # a submitted call the memo answers: stored under its own name all the same
+            job.result = memo
+            job.done.set()
+        else:
+            if not named:  # (one with named arguments counts once they are fetched and the memo missed)
+                self.counters["fn_executions"] += 1
+            self._running[fn.prefix] = self._running.get(fn.prefix, 0) + 1
+            self._load_changed.set()
+            if fn.is_async or self.processes is not None or named:
+                self._nursery.start_soon(self._run_job, fn, args, job, memo_key)
+            else:  # a worker thread; encoding the result there too
+                self.threads.submit(lambda: encode_value(fn.fn(*args)),
+                                    lambda outcome: self._job_done(fn, job, memo_key, *_result_or_error(outcome)))
+            if not future:
+                with trio.move_on_after(INLINE_BUDGET):  # cancelled: nobody knows the job; it ends unseen
+                    await job.done.wait()
+        if not future and job.done.is_set() and (job.error is not None or len(job.result or b"") <= INLINE_MAX):
             if job.error is not None:
                 return self._error(name, *job.error, signer)
             return self._result_data(name, job.result or b"", fn.info.freshness_ms if pure_name else 0, signer)
         self.results.hand_out(job)
-        if job.done.is_set():  # finished, but too large to come back inline
-            self._nursery.start_soon(self.results.publish_and_retain, job)
+        if job.done.is_set():  # finished, but too large to come back inline (or submitted)
+            if job.error is None:
+                self._nursery.start_soon(self.results.publish_and_retain, job)
+            else:
+                self.results.retain(job)
             return self._thunk(name, job, 0.0, signer)
         return self._thunk(name, job, max(0.05, 2 * (trio.current_time() - job.started)), signer)
 
     async def _run_job(self, fn: HostedFunction, args: list[Any], job: Job, memo_key: CallKey) -> None:
-        """An async function in the loop, or a sync one in a worker process."""
+        """An async function in the loop, a sync one in a worker process (or,
+        when it has named arguments, in a worker thread), its named arguments
+        fetched first."""
         try:
+            if any(isinstance(a, NamedArg) for a in args):
+                args, digests = await self._resolve(args)
+                memo_key = (memo_key[0], hashlib.sha256(b"".join(digests)).digest())
+                memo = self._memo_get(memo_key) if fn.info.pure else None
+                if memo is not None:
+                    self._job_done(fn, job, memo_key, memo, None)
+                    return
+                self.counters["fn_executions"] += 1
             if fn.is_async:
                 result = encode_value(await fn.fn(*args))
-            else:
-                assert self.processes is not None and fn.target is not None  # checked in __init__
+            elif self.processes is not None:
+                assert fn.target is not None  # checked in __init__
                 result = await self.processes.run(fn.target, args)
+            else:
+                result = await self._in_thread(fn, args)
+        except _RefUnavailable as exc:
+            self._job_done(fn, job, memo_key, None, ("bad-ref", str(exc)))
         except WorkerError as exc:  # raised in a worker process (or the worker died)
             self._job_done(fn, job, memo_key, None, (exc.type_name, exc.message))
         except trio.Cancelled:
@@ -766,6 +835,61 @@ class FunctionHost:
             self._job_done(fn, job, memo_key, None, (type(exc).__name__, str(exc)))
         else:
             self._job_done(fn, job, memo_key, result, None)
+
+    async def _in_thread(self, fn: HostedFunction, args: list[Any]) -> bytes:
+        """`fn(*args)`, encoded, in one of the host's worker threads."""
+        done = trio.Event()
+        outcome: list[Outcome] = []
+
+        def finished(result: Outcome) -> None:
+            outcome.append(result)
+            done.set()
+
+        self.threads.submit(lambda: encode_value(fn.fn(*args)), finished)
+        await done.wait()
+        encoded, error = _result_or_error(outcome[0])
+        if error is not None:
+            raise WorkerError(*error)
+        assert encoded is not None
+        return encoded
+
+    async def _resolve(self, args: list[Any]) -> tuple[list[Any], list[bytes]]:
+        """The call's arguments with each named one fetched by this host
+        (`icnd.compute.resolve`: verified under its validator, bounded by
+        `HostLimits.max_ref_bytes` and `ref_timeout`), and each argument's
+        digest: a named argument's implicit digest (its exact bytes, never its
+        name), a plain one's encoding's.  `_RefUnavailable` names the one
+        that could not be fetched."""
+        limits = self.limits
+        deadline = trio.current_time() + limits.ref_timeout
+        values: list[Any] = []
+        digests: list[bytes] = []
+        for index, arg in enumerate(args):
+            if not isinstance(arg, NamedArg):
+                values.append(arg)
+                digests.append(b"v" + hashlib.sha256(encode_value(arg)).digest())
+                continue
+            what = f"argument {index} ({'Future' if arg.kind == 'future' else 'Ref'} {arg.name})"
+            try:
+                with trio.fail_at(deadline):
+                    if arg.kind == "future":
+                        value = await await_result(self.ep, arg.name, deadline)
+                        digest = b"f" + hashlib.sha256(encode_value(value)).digest()
+                    else:
+                        value, implicit = await fetch_ref(self.ep, arg.name, max_bytes=limits.max_ref_bytes,
+                                                          deadline=deadline)
+                        digest = b"r" + implicit
+            except trio.TooSlowError:
+                raise _RefUnavailable(f"{what}: not fetched within the host's {limits.ref_timeout:g}s") from None
+            except VerificationError as exc:
+                self.counters["fn_refs_refused"] += 1
+                raise _RefUnavailable(f"{what}: refused by this host's validator: {exc}") from None
+            except (Error, ValueError) as exc:
+                raise _RefUnavailable(f"{what}: {exc}") from None
+            self.counters["fn_refs_fetched"] += 1
+            values.append(value)
+            digests.append(digest)
+        return values, digests
 
     def _job_done(self, fn: HostedFunction, job: Job, memo_key: CallKey, result: bytes | None,
                   error: tuple[str, str] | None) -> None:

@@ -99,7 +99,8 @@ class ThunkResults:
     async def _publish(self, job: Job) -> None:
         try:
             async with self._publish_slots:
-                await publish_object(self.ep, self.name_of(job), job.result or b"", freshness=self.retention)
+                await publish_object(self.ep, self.name_of(job), job.result or b"", freshness=self.retention,
+                                     kind="value")
             job.published = True
         except Error as exc:
             job.error = ("result-unavailable", f"the result could not be stored: {exc}")

@@ -27,7 +27,8 @@ Reflexive Interests (RI) retrace the trigger's (TI's) path through the
 forwarders' reflexive tables and keep the TI's PIT state alive, so a call
 with megabytes of arguments needs no route back to the client.  The call-id
 is reused on retransmissions: the host runs a call-id at most once.  Results
-live under the host's own prefix (``/node/<host>/thunk/<128-bit id>``) as a
+live under the host's own prefix (``/node/<host>/thunk/<128-bit id>``; an
+application's host adds a tag of its own: ``/node/<host>/thunk/<tag>/<id>``) as a
 versioned object, so PIT state stays flat however long the function runs,
 and a result is fetched like any other named data.
 
@@ -64,11 +65,13 @@ SESSION_INFO = b"icnd/rice/session/v1"
 MAX_OFFERED_SESSIONS = 4  # sessions a small call names (one per host of the function that granted one)
 
 
-def call_proof(base: Name, ts: int, encoded: list[bytes], kx: bytes | None = None) -> bytes:
+def call_proof(base: Name, ts: int, encoded: list[bytes], kx: bytes | None = None, *, future: bool = False) -> bytes:
     """What a small call's signature (or session MAC) covers: the call's name
     (function + call-id, as its wire-form components), the caller's clock (ms),
-    the encoded arguments and, when the caller offers a session, its X25519
-    public key."""
+    the encoded arguments, when the caller offers a session its X25519 public
+    key and, for a submitted call (`icnd.Future`), that it is one."""
+    if future:
+        return msgpack.packb([base.comps, ts, encoded, kx, "future"], use_bin_type=True)
     if kx is None:
         return msgpack.packb([base.comps, ts, encoded], use_bin_type=True)
     return msgpack.packb([base.comps, ts, encoded, kx], use_bin_type=True)

@@ -61,7 +61,9 @@ class NodeFunctions:
         cfg = self._config
         limits = HostLimits(max_jobs=cfg.function_max_jobs, max_arg_bytes=int(cfg.function_max_arg_mb * 1024 * 1024),
                             retention=cfg.function_retention_s,
-                            max_memo_bytes=int(cfg.function_memo_mb * 1024 * 1024))
+                            max_memo_bytes=int(cfg.function_memo_mb * 1024 * 1024),
+                            max_ref_bytes=int(cfg.function_ref_max_mb * 1024 * 1024),
+                            ref_timeout=cfg.function_ref_timeout_s)
         host = FunctionHost(client, self.functions, self._node_name, limits=limits,
                             workers=cfg.function_workers, pool=cfg.function_pool,
                             validator=validator, fetch_cert=self._fetch_cert)

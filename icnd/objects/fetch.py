@@ -32,7 +32,7 @@ import hashlib
 import os
 import stat
 import tempfile
-from typing import BinaryIO, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 import trio
 
@@ -307,8 +307,10 @@ class _SegmentDigests:
 
 async def publish_object(ep: Endpoint, name: NameLike, source: bytes | bytearray | memoryview | str | os.PathLike[str],
                          *, segment_size: int = DEFAULT_SEGMENT_SIZE, freshness: float | None = None,
-                         progress: Progress | None = None) -> Manifest:
-    """Upload bytes or a file as a segmented, versioned object (see `Client.publish_object`)."""
+                         progress: Progress | None = None, kind: str = "bytes") -> Manifest:
+    """Upload bytes or a file as a segmented, versioned object (see
+    `Client.publish_object`); `kind` ``"value"`` marks bytes that are one
+    encoded value (`Client.publish_value`), in the signed manifest."""
     name = Name(name)
     freshness_ms = 3_600_000 if freshness is None else int(freshness * 1000)
     if isinstance(source, (str, os.PathLike)):
@@ -320,8 +322,9 @@ async def publish_object(ep: Endpoint, name: NameLike, source: bytes | bytearray
         size = len(view)
         reader = None
     check_sizes(size, segment_size)
+    extra: dict[str, Any] = {} if kind == "bytes" else {"kind": kind}  # (a node from before kinds: plain ones)
     begun = await ep.command("object", "begin", name=name.to_uri(), size=size,
-                             segment_size=segment_size, freshness_ms=freshness_ms)
+                             segment_size=segment_size, freshness_ms=freshness_ms, **extra)
     upload = begun["upload"]
     # A publisher with a key signs the manifest itself (so a schema can require the
     # publisher's key for its names): it hashes each segment as it uploads it, and the
@@ -365,7 +368,7 @@ async def publish_object(ep: Endpoint, name: NameLike, source: bytes | bytearray
                 progress(offset, size)
         signed = b""
         if digests is not None:
-            mine = Manifest(name, begun["version"], size, segment_size, digests.finish())
+            mine = Manifest(name, begun["version"], size, segment_size, digests.finish(), kind)
             signed = encode(ep.sign(Data(mine.manifest_name(), mine.encode(), ContentType.MANIFEST,
                                          MANIFEST_FRESHNESS_MS)))
         info = await ep.command("object", "commit", upload=upload, manifest=signed)
@@ -381,7 +384,7 @@ async def publish_object(ep: Endpoint, name: NameLike, source: bytes | bytearray
             reader.close()
     if progress is not None and size == 0:
         progress(0, 0)
-    return Manifest(name, info["version"], size, segment_size, b"\0" * (32 * info["segments"]))
+    return Manifest(name, info["version"], size, segment_size, b"\0" * (32 * info["segments"]), kind)
 
 
 def _sendfile_all(out: int, src: int, size: int) -> None:

@@ -44,6 +44,7 @@ DEFAULT_SEGMENT_SIZE = 1024 * 1024
 MANIFEST_FRESHNESS_MS = 1000  # discovery asks MustBeFresh: new versions show within a second
 MAX_SEGMENTS = 200_000  # manifest of at most 6.4 MB of digests
 MAX_OBJECT_SIZE = 64 * 1024**3
+KINDS = ("bytes", "value")  # a "value" object holds one encoded value (`Client.publish_value`, results)
 
 
 @dataclass(frozen=True)
@@ -55,8 +56,11 @@ class Manifest:
     size: int
     segment_size: int
     digests: bytes  # SHA-256 of each segment's content, concatenated
+    kind: str = "bytes"  # what the bytes are: "bytes", or "value" (one encoded value, `icnd.compute.values`)
 
     def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"object kind {self.kind!r}: expected one of {', '.join(KINDS)}")
         if not MIN_SEGMENT_SIZE <= self.segment_size <= MAX_SEGMENT_SIZE:
             raise ValueError(f"segment size {self.segment_size} outside {MIN_SEGMENT_SIZE}..{MAX_SEGMENT_SIZE}")
         if not 0 <= self.size <= MAX_OBJECT_SIZE:
@@ -87,11 +91,11 @@ class Manifest:
         return start, min(start + self.segment_size, self.size)
 
     def encode(self) -> bytes:
-        return msgpack.packb(
-            {"v": 1, "version": self.version, "size": self.size, "segment_size": self.segment_size,
-             "digests": self.digests},
-            use_bin_type=True,
-        )
+        body = {"v": 1, "version": self.version, "size": self.size, "segment_size": self.segment_size,
+                "digests": self.digests}
+        if self.kind != "bytes":  # (a plain object's manifest is what it always was)
+            body["kind"] = self.kind
+        return msgpack.packb(body, use_bin_type=True)
 
     @classmethod
     def decode(cls, name: Name, content: bytes | memoryview) -> "Manifest":
@@ -106,7 +110,10 @@ class Manifest:
                 raise ValueError("manifest fields have the wrong types")
             if segment_count(body["size"], body["segment_size"]) > MAX_SEGMENTS:
                 raise ValueError("too many segments")
-            return cls(name, *fields, body["digests"])
+            kind = body.get("kind", "bytes")
+            if kind not in KINDS:
+                raise ValueError(f"unknown object kind {kind!r}")
+            return cls(name, *fields, body["digests"], kind)
         except (KeyError, TypeError, ValueError, msgpack.UnpackException) as exc:
             raise DecodeError(f"{name}: malformed manifest: {exc}") from None
 

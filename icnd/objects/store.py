@@ -34,7 +34,15 @@ from typing import BinaryIO
 from icnd.codec import decode, encode
 from icnd.errors import DecodeError, Error
 from icnd.name import T_SEGMENT, Name
-from icnd.objects.manifest import MANIFEST, MANIFEST_FRESHNESS_MS, Manifest, SegmentBuilder, check_sizes, segment_count
+from icnd.objects.manifest import (
+    KINDS,
+    MANIFEST,
+    MANIFEST_FRESHNESS_MS,
+    Manifest,
+    SegmentBuilder,
+    check_sizes,
+    segment_count,
+)
 from icnd.packet import ContentType, Data, Interest, SigType
 from icnd.security import SigningKey
 
@@ -129,7 +137,7 @@ class ObjectStore:
         return [o.manifest for o in sorted(self._objects.values(), key=lambda o: o.seq)]
 
     # --- uploads -----------------------------------------------------------------------
-    def begin(self, name: Name, size: int, segment_size: int, freshness_ms: int) -> str:
+    def begin(self, name: Name, size: int, segment_size: int, freshness_ms: int, kind: str = "bytes") -> str:
         self.expire_uploads()
         try:
             check_sizes(size, segment_size)
@@ -149,7 +157,9 @@ class ObjectStore:
             ver = max(ver, self._objects[latest].manifest.version + 1)
         upload_id = secrets.token_hex(8)
         path = os.path.join(self.directory, f"{upload_id}.part")
-        placeholder = Manifest(name, ver, size, segment_size, bytes(32 * segment_count(size, segment_size)))
+        if kind not in KINDS:
+            raise ObjectStoreError(f"object kind {kind!r}: expected one of {', '.join(KINDS)}")
+        placeholder = Manifest(name, ver, size, segment_size, bytes(32 * segment_count(size, segment_size)), kind)
         builder = SegmentBuilder(placeholder, freshness_ms)
         upload = Upload(name, size, segment_size, freshness_ms, path, open(path, "wb"), builder)
         self._start_segment(upload)
@@ -220,7 +230,7 @@ class ObjectStore:
         del self._uploads[upload_id]
         placeholder = upload.builder.manifest
         manifest = Manifest(upload.name, placeholder.version, upload.size, upload.segment_size,
-                            b"".join(upload.digests))
+                            b"".join(upload.digests), placeholder.kind)
         if signed is not None:
             problem = _signed_manifest_problem(signed, manifest)
             if problem:

@@ -131,6 +131,8 @@ HELP: dict[str, str] = {
     "fn_bad_calls": "malformed function calls: unknown function, wrong name shape, bad parameters or arguments",
     "fn_executions": "times a hosted function actually ran",
     "fn_memo_evictions": "pure function results dropped from the memo, or too large to keep",
+    "fn_refs_fetched": "named arguments (icnd.Ref, icnd.Future) the function host fetched for calls",
+    "fn_refs_refused": "named arguments the host's validator refused (the call answered bad-ref)",
     "fn_reports": "load reports of functions local applications host (function/report)",
     "fn_reports_refused": "function/report commands refused",
     # --- signing for keyless applications (signing/add) ---

@@ -78,7 +78,7 @@ class ObjectManager:
         try:
             upload = self.service.objects.begin(
                 name, arg(args, "size", int), arg(args, "segment_size", int),
-                arg(args, "freshness_ms", int, 3_600_000),
+                arg(args, "freshness_ms", int, 3_600_000), arg(args, "kind", str, "bytes"),
             )
         except ObjectStoreError as exc:
             raise CommandError(409, str(exc)) from None
