@@ -55,7 +55,7 @@ from icnd.compute.rice import (
     call_proof,
 )
 from icnd.compute.named import NamedArg, decode_argument
-from icnd.compute.resolve import await_result, fetch_ref
+from icnd.compute.resolve import ByteBudget, await_result, fetch_ref
 from icnd.compute.values import decode_value, encode_value
 from icnd.endpoint import Endpoint
 from icnd.errors import CommandError, DecodeError, Error, Nacked, Timeout, VerificationError, error_data
@@ -91,6 +91,7 @@ class HostLimits:
     max_memo_bytes: int = 64 * 1024 * 1024  # pure results remembered, least recently used dropped
     max_ref_bytes: int = 256 * 1024 * 1024  # the largest named argument (icnd.Ref) a call's host fetches
     ref_timeout: float = 300.0  # seconds a call's host waits for its named arguments (futures included)
+    ref_budget_bytes: int = 1024 * 1024 * 1024  # named arguments' bytes held at once over all calls
 
 
 _verify_keys: OrderedDict[bytes, Ed25519VerifyKey] = OrderedDict()
@@ -141,7 +142,7 @@ def _result_or_error(outcome: Outcome) -> tuple[bytes | None, tuple[str, str] | 
 HOST_COUNTERS = ("fn_calls", "fn_busy", "fn_signed_calls", "fn_session_calls", "fn_sessions_granted",
                  "fn_session_unknown", "fn_unauthorized", "fn_bad_calls", "fn_executions", "fn_memo_evictions",
                  "fn_refs_fetched", "fn_refs_refused")
-HOST_TABLES = ("fn_active", "fn_jobs", "fn_sessions", "fn_memo", "fn_memo_bytes")
+HOST_TABLES = ("fn_active", "fn_jobs", "fn_sessions", "fn_memo", "fn_memo_bytes", "fn_ref_bytes")
 
 
 class ArgumentsRefused(ValueError):
@@ -242,6 +243,7 @@ class FunctionHost:
         self._calls: OrderedDict[CallKey, Invocation] = OrderedDict()
         self._memo: OrderedDict[CallKey, bytes] = OrderedDict()  # pure results, LRU, bounded in count and bytes
         self._memo_bytes = 0
+        self.ref_bytes = ByteBudget(limits.ref_budget_bytes)  # named arguments held by running calls
         self.sessions = HostSessions(limits.max_sessions)  # granted to callers of small calls
         self.results = ThunkResults(ep, self.thunk_prefix, retention=limits.retention,
                                     max_tombstones=limits.max_tombstones)
@@ -395,7 +397,7 @@ class FunctionHost:
 
     def tables(self) -> dict[str, int]:
         return dict(zip(HOST_TABLES, (self.active, len(self.results), len(self.sessions), len(self._memo),
-                                      self._memo_bytes)))
+                                      self._memo_bytes, self.ref_bytes.used)))
 
     async def _on_call(self, interest: Interest) -> Data | Nack | None:
         self.counters["fn_calls"] += 1
@@ -809,9 +811,10 @@ class FunctionHost:
         """An async function in the loop, a sync one in a worker process (or,
         when it has named arguments, in a worker thread), its named arguments
         fetched first."""
+        held: list[int] = []  # bytes of named arguments this job holds (given back when it ends)
         try:
             if any(isinstance(a, NamedArg) for a in args):
-                args, digests = await self._resolve(args)
+                args, digests = await self._resolve(args, held)
                 memo_key = (memo_key[0], hashlib.sha256(b"".join(digests)).digest())
                 memo = self._memo_get(memo_key) if fn.info.pure else None
                 if memo is not None:
@@ -835,6 +838,8 @@ class FunctionHost:
             self._job_done(fn, job, memo_key, None, (type(exc).__name__, str(exc)))
         else:
             self._job_done(fn, job, memo_key, result, None)
+        finally:
+            self.ref_bytes.give(sum(held))
 
     async def _in_thread(self, fn: HostedFunction, args: list[Any]) -> bytes:
         """`fn(*args)`, encoded, in one of the host's worker threads."""
@@ -853,14 +858,21 @@ class FunctionHost:
         assert encoded is not None
         return encoded
 
-    async def _resolve(self, args: list[Any]) -> tuple[list[Any], list[bytes]]:
+    async def _resolve(self, args: list[Any], held: list[int]) -> tuple[list[Any], list[bytes]]:
         """The call's arguments with each named one fetched by this host
         (`icnd.compute.resolve`: verified under its validator, bounded by
         `HostLimits.max_ref_bytes` and `ref_timeout`), and each argument's
         digest: a named argument's implicit digest (its exact bytes, never its
         name), a plain one's encoding's.  `_RefUnavailable` names the one
-        that could not be fetched."""
+        that could not be fetched.  Each fetch first takes its size from the
+        host's `ByteBudget` (appended to `held`, given back by the caller
+        when the job ends)."""
         limits = self.limits
+
+        async def reserve(size: int) -> None:
+            await self.ref_bytes.take(size)
+            held.append(size)
+
         deadline = trio.current_time() + limits.ref_timeout
         values: list[Any] = []
         digests: list[bytes] = []
@@ -873,11 +885,11 @@ class FunctionHost:
             try:
                 with trio.fail_at(deadline):
                     if arg.kind == "future":
-                        value = await await_result(self.ep, arg.name, deadline)
+                        value = await await_result(self.ep, arg.name, deadline, reserve=reserve)
                         digest = b"f" + hashlib.sha256(encode_value(value)).digest()
                     else:
                         value, implicit = await fetch_ref(self.ep, arg.name, max_bytes=limits.max_ref_bytes,
-                                                          deadline=deadline)
+                                                          deadline=deadline, reserve=reserve)
                         digest = b"r" + implicit
             except trio.TooSlowError:
                 raise _RefUnavailable(f"{what}: not fetched within the host's {limits.ref_timeout:g}s") from None

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgpack
@@ -41,12 +42,41 @@ GONE = ("gone", "unknown-thunk")
 REF_ROUTE_WAIT = 4.0  # seconds a host waits for a route to a ref's name (a producer starting) before NotFound  # a host's answer for a result it no longer keeps (or never had)
 
 
+class ByteBudget:
+    """Bytes a function host holds for named arguments at once: each fetch
+    takes its size before its first segment and gives it back when its job
+    ends; a fetch that does not fit waits (until its deadline) for others to
+    end; one larger than the whole budget is refused at once."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.used = 0
+        self._freed = trio.Event()
+
+    async def take(self, size: int) -> None:
+        if size > self.capacity:
+            raise ValueError(f"{size} bytes exceed the host's budget for named arguments ({self.capacity})")
+        while self.used + size > self.capacity:
+            await self._freed.wait()
+        self.used += size
+
+    def give(self, size: int) -> None:
+        self.used -= size
+        self._freed.set()
+        self._freed = trio.Event()
+
+
+Reserve = Callable[[int], Awaitable[None]]
+
+
 async def await_result(ep: Endpoint, name: Name, deadline: float, *, answer: Data | None = None,
-                       what: Name | None = None) -> Any:
+                       what: Name | None = None, reserve: Reserve | None = None) -> Any:
     """The decoded result stored under `name` (a thunk's name), polling until
     `deadline` (trio time; `trio.TooSlowError` past it).  `answer`: the
     verified THUNK that named it, if the caller has one (its ETA is waited
-    first).  Errors name `what` (default `name`)."""
+    first).  Errors name `what` (default `name`).  `reserve(size)`, if
+    given, is awaited with the result's size before its segments are
+    fetched (a host's `ByteBudget`)."""
     data = answer
     while True:
         if data is not None:
@@ -68,7 +98,13 @@ async def await_result(ep: Endpoint, name: Name, deadline: float, *, answer: Dat
             await ep.verify(found)
             data = found
             continue
-        return decode_value(await fetch_object(ep, name, timeout=max(deadline - trio.current_time(), 0.05)))
+        remaining = max(deadline - trio.current_time(), 0.05)
+        if reserve is None:
+            return decode_value(await fetch_object(ep, name, timeout=remaining))
+        manifest = await fetch_manifest(ep, name, timeout=min(DEFAULT_TIMEOUT, remaining), verify=True,
+                                        routes_until=deadline)
+        await reserve(manifest.size)
+        return decode_value(await fetch_segments(ep, manifest))
 
 
 def thunk_fields(data: Data) -> tuple[Name, int]:
@@ -82,7 +118,8 @@ def thunk_fields(data: Data) -> tuple[Name, int]:
         raise RemoteError("protocol", f"{data.name}: malformed thunk") from None
 
 
-async def fetch_ref(ep: Endpoint, name: Name, *, max_bytes: int, deadline: float) -> tuple[Any, bytes]:
+async def fetch_ref(ep: Endpoint, name: Name, *, max_bytes: int, deadline: float,
+                    reserve: Reserve | None = None) -> tuple[Any, bytes]:
     """(what the function gets, the implicit digest) for ``Ref(name)``:
     a single Data's content (bytes), or a segmented object's bytes -- its
     value when it was published as one (manifest kind ``"value"``).  Every
@@ -102,10 +139,14 @@ async def fetch_ref(ep: Endpoint, name: Name, *, max_bytes: int, deadline: float
             content = bytes(found.content)
             if len(content) > max_bytes:
                 raise ValueError(f"{name}: {len(content)} bytes exceed the host's limit of {max_bytes}")
+            if reserve is not None:
+                await reserve(len(content))
             return content, hashlib.sha256(b"data\0" + content).digest()
     manifest = await fetch_manifest(ep, name, timeout=step, verify=True, routes_until=routes_until)
     if manifest.size > max_bytes:
         raise ValueError(f"{name}: an object of {manifest.size} bytes exceeds the host's limit of {max_bytes}")
+    if reserve is not None:
+        await reserve(manifest.size)
     content = await fetch_segments(ep, manifest)  # every segment checked against the signed manifest
     digest = hashlib.sha256(b"%s\0%d\0%d\0" % (manifest.kind.encode(), manifest.size, manifest.segment_size)
                             + manifest.digests).digest()

@@ -137,6 +137,7 @@ class NodeConfig:
     function_memo_mb: float = 64.0  # pure results a function host remembers (LRU); 0: none
     function_ref_max_mb: float = 256.0  # the largest named argument (icnd.Ref) a call's host fetches
     function_ref_timeout_s: float = 300.0  # how long a call's host waits for its named arguments (futures too)
+    function_ref_budget_mb: float = 1024.0  # named arguments' bytes a host holds at once, over all its calls
     contrib_store_mb: float = 1024.0  # members' contributions kept by this node (encoded + content)
     groups_max: int = 1024  # group descriptors known (configured, made here, announced): a bounded table
     groups_local_reserve: int = 64  # ... of which announcements from other nodes cannot take these
@@ -426,8 +427,8 @@ def validate(cfg: NodeConfig, origin: str = "<config>") -> None:
             raise ConfigError(f"{origin}: ndn_listen: {uri!r}: an NDN listener is unix:///path or tcp://HOST:PORT")
     if cfg.function_memo_mb < 0:
         raise ConfigError(f"{origin}: function_memo_mb must be >= 0")
-    if cfg.function_ref_max_mb < 0:
-        raise ConfigError(f"{origin}: function_ref_max_mb must be >= 0")
+    if cfg.function_ref_max_mb < 0 or cfg.function_ref_budget_mb < 0:
+        raise ConfigError(f"{origin}: function_ref_max_mb and function_ref_budget_mb must be >= 0")
     if not cfg.function_ref_timeout_s > 0:
         raise ConfigError(f"{origin}: function_ref_timeout_s must be > 0")
     if cfg.function_pool not in ("threads", "processes"):

@@ -63,7 +63,8 @@ class NodeFunctions:
                             retention=cfg.function_retention_s,
                             max_memo_bytes=int(cfg.function_memo_mb * 1024 * 1024),
                             max_ref_bytes=int(cfg.function_ref_max_mb * 1024 * 1024),
-                            ref_timeout=cfg.function_ref_timeout_s)
+                            ref_timeout=cfg.function_ref_timeout_s,
+                            ref_budget_bytes=int(cfg.function_ref_budget_mb * 1024 * 1024))
         host = FunctionHost(client, self.functions, self._node_name, limits=limits,
                             workers=cfg.function_workers, pool=cfg.function_pool,
                             validator=validator, fetch_cert=self._fetch_cert)

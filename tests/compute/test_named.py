@@ -74,3 +74,26 @@ def test_a_manifest_says_when_its_bytes_are_a_value() -> None:
         Manifest.decode(Name("/o"), msgpack.packb(body))
     with pytest.raises(ValueError):
         Manifest(Name("/o"), 7, 10, 1024, b"\0" * 32, "pickle")
+
+
+async def test_the_budget_of_named_arguments_waits_for_room_and_refuses_what_never_fits() -> None:
+    import trio
+
+    from icnd.compute.resolve import ByteBudget
+
+    budget = ByteBudget(100)
+    await budget.take(60)
+    got: list[float] = []
+
+    async def second() -> None:
+        await budget.take(50)  # does not fit beside the first: waits until it is given back
+        got.append(trio.current_time())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(second)
+        await trio.sleep(1)
+        assert got == [] and budget.used == 60
+        budget.give(60)
+    assert budget.used == 50 and len(got) == 1
+    with pytest.raises(ValueError, match="budget"):
+        await budget.take(101)

@@ -239,6 +239,7 @@ HELP: dict[str, str] = {
     "fn_sessions": "function-call session keys held",
     "fn_memo": "pure function results remembered",
     "fn_memo_bytes": "bytes of pure function results remembered",
+    "fn_ref_bytes": "bytes of named arguments (icnd.Ref, futures' results) held by running calls",
     "lsdb_entries": "records in the link-state database (this node's own included)",
     "lsdb_bytes": "bytes of the link-state database",
     "routing_neighbors_up": "routing neighbours whose adjacency is up",
