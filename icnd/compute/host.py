@@ -73,6 +73,9 @@ RI_LIFETIME = 1.0
 RI_ATTEMPTS = 3
 INLINE_BUDGET = 0.2  # a result ready this fast comes back in the trigger Data
 INLINE_MAX = 256 * 1024  # larger results always go through a thunk (as an object)
+POLL_HOLD = 3.0  # seconds a host holds a poll of a running job, answering it when the job ends
+POLL_HOLD_MARGIN = 0.5  # ... and never closer than this to the poll's expiry
+MAX_HELD_POLLS = 1024  # polls held at once; beyond, a poll is answered at once with the ETA
 MAX_CLOCK_SKEW = 120.0  # seconds: a small call's signed timestamp must be this fresh
 MAX_ERROR_MESSAGE = 1000  # characters of an error message (a function's exception's) an ERROR carries
 
@@ -248,6 +251,7 @@ class FunctionHost:
         self.results = ThunkResults(ep, self.thunk_prefix, retention=limits.retention,
                                     max_tombstones=limits.max_tombstones)
         self._nursery: trio.Nursery | None = None
+        self._held_polls = 0
 
     async def run(self, *, task_status: trio.TaskStatus[FunctionHost] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
@@ -804,6 +808,7 @@ class FunctionHost:
                 self._nursery.start_soon(self.results.publish_and_retain, job)
             else:
                 self.results.retain(job)
+                job.stored.set()
             return self._thunk(name, job, 0.0, signer)
         return self._thunk(name, job, max(0.05, 2 * (trio.current_time() - job.started)), signer)
 
@@ -919,8 +924,15 @@ class FunctionHost:
             self._nursery.start_soon(self.results.publish_and_retain, job)
         else:
             self.results.retain(job)
+            job.stored.set()
 
-    def _on_poll(self, interest: Interest) -> Data | None:
+    async def _on_poll(self, interest: Interest) -> Data | None:
+        """A poll of a thunk's name.  While the job runs the poll is *held*
+        (up to `POLL_HOLD`, and a margin short of the Interest's lifetime) and
+        answered as soon as the result is stored or failed, so a caller -- or
+        a host waiting for a future -- learns of the end within a round trip
+        rather than at its next poll; at most `MAX_HELD_POLLS` are held at
+        once (more are answered at once, with the ETA)."""
         comps = interest.name.comps
         if len(comps) <= len(self.thunk_prefix.comps):
             return None
@@ -930,11 +942,21 @@ class FunctionHost:
             if self.results.is_gone(thunk_id):
                 return self._error(interest.name, "gone", f"the result of {thunk_id} is no longer kept")
             return self._error(interest.name, "unknown-thunk", f"no result named {thunk_id} here")
+        hold = min(POLL_HOLD, interest.lifetime_ms / 1000 - POLL_HOLD_MARGIN)
+        if job.error is None and not job.published and hold > 0 and self._held_polls < MAX_HELD_POLLS:
+            self._held_polls += 1
+            try:
+                with trio.move_on_after(hold):
+                    await job.stored.wait()
+            finally:
+                self._held_polls -= 1
         if job.error is not None:
             return self._error(interest.name, *job.error)
         eta = max(0.05, min(MAX_POLL_WAIT, trio.current_time() - job.started))
         if job.published:
             eta = 0.0  # stored: a new Interest will reach the object
+        elif hold > 0:
+            eta = 0.05  # (held already: ask again soon, to be held again)
         return self._thunk(interest.name, job, eta)
 
     # --- answers (signed by the host's key, or MACed with `signer`, a session's) --------------

@@ -38,6 +38,7 @@ class Job:
     error: tuple[str, str] | None = None
     thunked: bool = False  # the caller got a thunk: the result must be stored as an object
     published: bool = False
+    stored: trio.Event = field(default_factory=trio.Event)  # stored as an object, or failed: polls may be answered
 
 
 class ThunkResults:
@@ -105,6 +106,7 @@ class ThunkResults:
         except Error as exc:
             job.error = ("result-unavailable", f"the result could not be stored: {exc}")
         finally:
+            job.stored.set()
             # stored (or failed): the node holds it now; the host keeps only the job's state, so
             # retained jobs cost bytes only in the node's bounded object store (issue #15, D6)
             job.result = None
