@@ -24,16 +24,10 @@ import trio
 import icnd
 from icnd.client import connect
 from icnd.testing.processes import Daemon, free_ports
+from tests.integration.test_placement_command import start
 from tests.trust._pki import USER_SCHEMA, anchor, certified, write_schema
 
 CONVERGE = 20.0
-
-
-def start(workdir: Path, name: str, port: int, peers: list[int], *extra: str) -> Daemon:
-    args = ["--name", f"/node/{name}", "--listen", f"udp://127.0.0.1:{port}"]
-    for peer in peers:
-        args += ["--neighbor", f"udp://127.0.0.1:{peer}"]
-    return Daemon(workdir, *args, *extra, name=name)
 
 
 @pytest.fixture(scope="module")
