@@ -216,6 +216,8 @@ class Caller:
         `future`, the name its result will be stored under (`Client.submit`).
         `info`, if given, is filled with where the call went (``host``: the
         node it was placed at, None when the network chose)."""
+        if place not in ("near", "any") and not place.startswith("/"):
+            raise ValueError(f"place={place!r}: expected 'near', 'any' or a node's name (/node/b)")
         named = any(is_named(a) for a in args)
         encoded = [encode_named(a) if is_named(a) else encode_value(a) for a in args]
         if len(encoded) > MAX_ARGS:

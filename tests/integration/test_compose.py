@@ -249,3 +249,10 @@ def test_the_asyncio_facade_submits_and_passes_futures(line: list[Daemon]) -> No
             return await fut.result(timeout=30), await caller.call("/fn/total", fut, timeout=30)
 
     assert asyncio.run(main()) == (42, 42.0)
+
+
+async def test_a_place_that_is_not_a_node_name_is_refused_before_anything_is_sent(line: list[Daemon]) -> None:
+    a, _, _ = line
+    async with connect(str(a.sock)) as caller:
+        with pytest.raises(ValueError, match="place='nearby'"):
+            await caller.call("/fn/total", icnd.Ref("/data/any"), place="nearby", timeout=5)
