@@ -182,6 +182,7 @@ class Node:
         self.faces = FaceTable(first_id=INTERNAL_FACE + 1, receiver=self._receiver, on_up=self._on_face_up,
                                on_down=self._on_face_down)
         self._links = self.faces.links  # face id -> link service: the send path reads it per packet
+        self.aggregator.reliable_state = self._reliable_state  # which next hops lose nothing (issue #30)
         self.mgmt = Dispatcher(self._spawn)
         # wire format -> its management, consulted by the receive path
         self.command_receivers: dict[str, CommandReceiver] = {"icnd": self.mgmt}
@@ -541,6 +542,14 @@ class Node:
     # --- faces ------------------------------------------------------------------------------
     def _on_new_face(self, face: Face) -> None:
         self.faces.add(face)
+
+    def _reliable_state(self, face_id: int) -> tuple[int, bool] | None:
+        """A next hop's `Face.reliable_state`, for the aggregator; None behind a
+        link emulator (`face link`), which may drop packets."""
+        face = self.faces.get(face_id)
+        if face is None or self.faces.shaper(face_id) is not None:
+            return None
+        return face.reliable_state()
 
     def _on_face_up(self, face: Face) -> None:
         self.fw.add_face(face.id, local=face.local)

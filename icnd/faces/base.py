@@ -29,6 +29,13 @@ Invariants every transport keeps:
 - Tasks a face needs (its writer) live inside ``run``'s own nursery, so a face
   never leaks a task past ``run``.
 - Packets still queued when a face closes are discarded.
+- ``reliable_state()`` says whether what the face accepted arrives:
+  None for a face that may lose packets (datagrams); for a stream, which
+  delivers in order everything it accepted while its connection lasts,
+  ``(connection, up)``: the connection's number, which changes whenever a
+  new connection replaces a lost one (a permanent face's reconnect), and
+  whether one is up.  A packet sent on a connection that is no longer the
+  face's may be lost (`icnd.reduction.aggregate` asks again then, and only then).
 """
 
 from __future__ import annotations
@@ -181,6 +188,10 @@ class Face:
 
     def send(self, wire: bytes) -> None:
         raise NotImplementedError
+
+    def reliable_state(self) -> tuple[int, bool] | None:
+        """None: packets the face accepted may be lost; else (connection number, up) (module docstring)."""
+        return None
 
     async def run(self, on_receive: OnReceive) -> None:
         raise NotImplementedError

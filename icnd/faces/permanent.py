@@ -100,6 +100,7 @@ class PermanentFace(Face):
         self.last_error: str | None = None  # why the last attempt failed or the last connection ended
         self._connect = connect
         self._inner: Face | None = None
+        self._stream = False  # its connections are streams (the first one's `reliable_state` said so)
         self._scope = trio.CancelScope()
         self._running = False
 
@@ -114,6 +115,14 @@ class PermanentFace(Face):
             self.counters.send_drops += 1
             return
         inner.send(wire)
+
+    def reliable_state(self) -> tuple[int, bool] | None:
+        """(connections made, connected) if the connections are streams (TCP):
+        a reconnect is a new connection, and what the old one carried may be
+        lost; None over UDP, or before the first connection (nothing known)."""
+        if not self._stream:
+            return None
+        return (self.connects, self.connected)
 
     async def run(self, on_receive: OnReceive) -> None:
         if self._running:
@@ -167,6 +176,7 @@ class PermanentFace(Face):
         self.local_uri = inner.local_uri
         inner.hand_over = self.hand_over  # what this face's link service takes as views, on every connection
         self._inner = inner
+        self._stream = inner.reliable_state() is not None
         self.connects += 1
         log.info("face %d %s: connected (%s)", self.id, self.remote_uri, inner.local_uri)
         self._set_state(True)

@@ -231,6 +231,10 @@ class StreamFace(Face):
         self._queued_bytes += size + len(wire) - sent
         self._writer.wake()
 
+    def reliable_state(self) -> tuple[int, bool] | None:
+        """One connection, delivered in order while it lasts (a stream face is never reconnected)."""
+        return (0, not self.closed)
+
     async def run(self, on_receive: OnReceive) -> None:
         if self._running:
             raise RuntimeError(f"{self!r} is already running")

@@ -11,7 +11,12 @@ descriptor and, for a sub-request, the member subset it covers
    PITs on the way (one computation for many requesters).  The rendezvous is
    the request's ``step``-th in the segment's `GroupDescriptor.rendezvous_order`
    (0 unless its consumer failed over from unreachable ones): any node
-   takes that role for the requests that name it.
+   takes that role for the requests that name it.  A consumer's re-sent
+   request (new nonce) is not forwarded again over a reliable next hop that
+   carried the earlier copy on its current connection less than
+   ``RELIABLE_STALL`` ago (counted: ``agg_retx_suppressed``): the answer is
+   on its way, and a copy reaching a rendezvous that has already answered
+   would send the aggregate again (or, evicted from its cache, recompute it).
 2. At the rendezvous, and at every forwarder a sub-request reaches, the
    members are *split*: each member goes to the cheapest FIB next hop toward
    its node (a sub-request never back toward its parent), members living on
@@ -53,7 +58,19 @@ and no more than ``CHILD_WINDOW_BYTES`` of segments (at least one);
 the others wait their turn (pacing: a burst of large answers would overflow
 UDP socket buffers).  A child not answered within its RTO (SRTT + 4·RTTVAR per next hop,
 1 s before any sample) is asked again with a new nonce, at most
-``MAX_RETRIES`` times, backing off.
+``MAX_RETRIES`` times, backing off -- unless its next hop is a reliable
+face (`reliable_state`, a stream: TCP, Unix).  There a sub-request and its
+answer are lost only with the connection, while a late answer is only
+queued (behind the face's queue, the socket's buffer, a shaped link's
+queue: seconds on a saturated 100 Mbit/s link), and asking again would make
+the member's node send the segment a second time, which queues more: so a
+child on a reliable next hop is asked again only (a) when the face's
+connection changed since it was sent (a permanent face reconnected; while
+the face is down nothing is sent), or (b) when that next hop has answered
+none of this aggregator's children for ``RELIABLE_STALL`` seconds since it
+was sent (a stuck path, not a queue: a draining queue answers).  A face that
+goes away for good fails its children at once (`on_face_down`).  Either way
+the entry's deadline stands: a child never answered counts as missing then.
 
 The aggregator is the forwarder's namespace handler for ``/reduce``
 (`icnd.core.hooks`): ``Forwarder(hooks={REDUCE: Aggregator(...)})``.  The
@@ -90,7 +107,7 @@ from icnd.security import DigestKey
 
 if TYPE_CHECKING:
     from icnd.core.fw.forwarder import Forwarder
-    from icnd.core.tables.pit import PitEntry
+    from icnd.core.tables.pit import OutRecord, PitEntry
 
 log = logging.getLogger("icnd.aggregate")
 
@@ -101,12 +118,15 @@ AGGREGATE_FRESHNESS_MS = 3_600_000
 CHILD_WINDOW = 4  # sub-requests outstanding per next hop; the others wait their turn
 CHILD_WINDOW_BYTES = 8 * 1024 * 1024  # ... and their segments' bytes: half a stream face's send queue
 REQUEST_CACHE = 1024
+RELIABLE_STALL = 2.0  # s: a reliable next hop silent this long is asked again (module docstring)
+RELIABLE_POLL = 0.5  # s: how often a child held on a reliable next hop looks at its face again
 
 AGG_COUNTERS = (
     "agg_requests", "agg_forwarded", "agg_relayed", "agg_entries", "agg_roots", "agg_children", "agg_child_data",
     "agg_combined", "agg_results", "agg_partials", "agg_incomplete", "agg_errors", "agg_retransmissions",
     "agg_congestion", "agg_malformed", "agg_rejected", "agg_duplicates", "agg_late", "agg_paced",
     "agg_internal_errors", "agg_round_share", "agg_round_reserve",
+    "agg_held", "agg_reconnect_resends", "agg_stall_resends", "agg_retx_suppressed",
 )
 REFUSAL_LOG_INTERVAL = 10.0  # seconds between log lines for one kind of refusal
 NO_ANSWER = "no answer by the deadline"
@@ -116,6 +136,12 @@ _digest = DigestKey()
 # whose share a round is charged to: ("face", face, None) for a requester's face, ("via", face,
 # tag) for sub-requests through a face toward the rendezvous, by origin tag (Aggregator._origin)
 Origin = tuple[str, int, int | None]
+# a face's `icnd.faces.base.Face.reliable_state`: None (may lose packets) or (connection, up)
+ReliableState = Callable[[int], tuple[int, bool] | None]
+
+
+def _unreliable(face: int) -> tuple[int, bool] | None:
+    return None
 
 
 @dataclass(slots=True, eq=False)
@@ -130,6 +156,9 @@ class Child:
     state: str = "pending"  # pending, done, failed
     queued: bool = False  # waiting for room in its next hop's window
     counted: bool = False  # occupies a place in its next hop's window
+    due: float = float("inf")  # when its timer looks at it next (asks again, or checks its face)
+    connection: int | None = None  # its reliable next hop's connection when it was sent
+    held: bool = False  # was due on a reliable next hop and not asked again (counted once)
 
     @property
     def leaf(self) -> bool:
@@ -185,6 +214,9 @@ class Aggregator:
         at least 1 when `max_rounds` > 1)."""
         self.face = HOOK_FACE  # its hook face on `fw` (set again by `attach`)
         self.node_name = node_name  # this node's name (``/node/<name>``); None: aggregates no local members
+        # whether a next hop is a reliable face (module docstring, "Timers"); the node sets its faces'
+        # `reliable_state`: until then every next hop is retransmitted over as a datagram face
+        self.reliable_state: ReliableState = _unreliable
         self.signer: Callable[[Data], Data] = _digest.sign  # signs complete aggregates made here
         self.max_entries = max_entries
         self.max_bytes = max_bytes
@@ -204,6 +236,9 @@ class Aggregator:
         self.counters = dict.fromkeys(AGG_COUNTERS, 0)
         self._requests: collections.OrderedDict[bytes, ReduceRequest] = collections.OrderedDict()
         self._rtt: dict[int | None, RttEstimator] = {}  # next hop -> its round-trip times
+        self._heard: dict[int, float] = {}  # next hop -> when it last answered one of our children
+        # reliable next hop -> (its connection, when this aggregator first saw that connection up)
+        self._connections: dict[int, tuple[int, float]] = {}
         self.window = CHILD_WINDOW
         self._inflight: dict[int, int] = {}  # next hop -> sub-requests outstanding on it
         self._inflight_bytes: dict[int, int] = {}  # next hop -> their segments' bytes (groups may differ)
@@ -266,8 +301,33 @@ class Aggregator:
         hop = next((f for f in hops if f not in outs), None)
         if hop is None:
             hop = min(hops, key=lambda f: outs[f].sent_at)
+            if self._answer_on_its_way(hop, outs[hop], now):
+                self.counters["agg_retx_suppressed"] += 1
+                return
+        self._connected_since(hop, now)  # notes the connection this copy goes on
         self.counters["agg_forwarded"] += 1
         fw.send_interest(entry, hop, interest, now)
+
+    def _answer_on_its_way(self, hop: int, out: OutRecord, now: float) -> bool:
+        """Whether the copy of a request sent to `hop` (`out`) still stands for a
+        re-sent one (Rule 1): sent on `hop`'s current connection, reliable and up,
+        less than RELIABLE_STALL ago, not Nacked, and with RELIABLE_STALL still to
+        live (lifetimes are clamped: a re-sent copy is what extends a long wait)."""
+        since = self._connected_since(hop, now)
+        return (since is not None and out.nacked is None and out.sent_at >= since
+                and now - out.sent_at < RELIABLE_STALL and out.expiry - now >= RELIABLE_STALL)
+
+    def _connected_since(self, face: int, now: float) -> float | None:
+        """When this aggregator first saw `face`'s current connection, if the
+        face is reliable and up (else None): whatever it sent on `face` since
+        then went over the connection that is still up."""
+        state = self.reliable_state(face)
+        if state is None or not state[1]:
+            return None
+        seen = self._connections.get(face)
+        if seen is None or seen[0] != state[0]:
+            seen = self._connections[face] = (state[0], now)
+        return seen[1]
 
     def after_nack(self, entry: PitEntry, face: int, nack: Nack, now: float) -> None:
         """A Nack for a reduction request we sent: pass it down with its reason."""
@@ -485,8 +545,16 @@ class Aggregator:
             self._inflight[face] = self._inflight.get(face, 0) + 1
             self._inflight_bytes[face] = self._inflight_bytes.get(face, 0) + child.entry.request.desc.seg_bytes
             child.counted, child.queued = True, False
-        child.sent_at = now
+        self._sent(child, now)
         self.fw.on_incoming_interest(self.face, child.interest, now)
+
+    def _sent(self, child: Child, now: float) -> None:
+        """`child` is (being) asked now: when to look at it again, and on which connection it went."""
+        child.sent_at = now
+        child.due = now + child.rto
+        if child.face is not None:
+            state = self.reliable_state(child.face)
+            child.connection = None if state is None else state[0]
 
     def _release(self, child: Child, now: float) -> None:
         """`child` was answered or given up: its place in the window goes to the next waiting one."""
@@ -546,7 +614,10 @@ class Aggregator:
         for child in e.pending():
             if child.retries >= MAX_RETRIES or child.queued:
                 continue
-            if now >= child.sent_at + child.rto:
+            if now >= child.due:
+                why = "agg_retransmissions" if child.face is None else self._why_ask_again(child, now)
+                if not why:
+                    continue
                 # unanswered within its RTO (lost, or waiting on a straggler): it leaves its
                 # next hop's window to a waiting sub-request and is asked again outside it, so
                 # sub-requests that wait long cannot hold the window
@@ -562,10 +633,36 @@ class Aggregator:
                 child.interest = Interest(old.name, new_nonce(), max(10, int((e.deadline - now) * 1000)),
                                           app_params=old.app_params)
                 self.counters["agg_retransmissions"] += 1
-                child.sent_at = now
+                if why != "agg_retransmissions":
+                    self.counters[why] += 1
+                self._sent(child, now)
                 self.fw.on_incoming_interest(self.face, child.interest, now)
                 if e.done:
                     return
+
+    def _why_ask_again(self, child: Child, now: float) -> str:
+        """Why `child`, due, is asked again over its next hop, as the counter
+        that counts it: always over a datagram face; over a reliable one only
+        when its connection changed or the next hop stalled (module docstring,
+        "Timers").  "" if not now: then `child.due` says when to look again
+        (a held child keeps its place in the next hop's window: it is in flight)."""
+        assert child.face is not None
+        state = self.reliable_state(child.face)
+        if state is None:
+            return "agg_retransmissions"
+        connection, up = state
+        if up and connection != child.connection:
+            return "agg_reconnect_resends"
+        quiet_since = max(child.sent_at, self._heard.get(child.face, child.sent_at))
+        if up and now >= quiet_since + RELIABLE_STALL:
+            return "agg_stall_resends"
+        if not child.held:
+            child.held = True
+            self.counters["agg_held"] += 1
+        child.due = now + RELIABLE_POLL
+        if up:
+            child.due = min(child.due, quiet_since + RELIABLE_STALL)
+        return ""
 
     # --- timers -------------------------------------------------------------------------------
     def _arm(self, e: AstEntry) -> None:
@@ -575,7 +672,7 @@ class Aggregator:
         at = e.deadline
         for child in e.children.values():
             if child.state == "pending" and child.retries < MAX_RETRIES and not child.queued:
-                at = min(at, child.sent_at + child.rto)
+                at = min(at, child.due)
         if at < e.timer_at:
             e.timer_at = at
             self.fw.schedule(at, self._on_timer, e)
@@ -592,16 +689,18 @@ class Aggregator:
                 self._arm(e)
 
     # --- answers from children ------------------------------------------------------------------
-    def _answered(self, comps: tuple[bytes, ...]) -> Child | None:
+    def _answered(self, comps: tuple[bytes, ...], now: float) -> Child | None:
         """The pending child an answer named `comps` is for (None: late, counted)."""
         child = self.children.pop(comps, None)
         if child is None or child.entry.done:
             self.counters["agg_late"] += 1
             return None
+        if child.face is not None:
+            self._heard[child.face] = now
         return child
 
     def _on_child_data(self, data: Data, now: float) -> None:
-        child = self._answered(data.name.comps)
+        child = self._answered(data.name.comps, now)
         if child is None:
             return
         self._release(child, now)
@@ -678,7 +777,7 @@ class Aggregator:
         return got
 
     def _on_child_nack(self, nack: Nack, now: float) -> None:
-        child = self._answered(nack.name.comps)
+        child = self._answered(nack.name.comps, now)
         if child is None:
             return
         self._release(child, now)
@@ -701,6 +800,8 @@ class Aggregator:
 
     def on_face_down(self, face: int, now: float) -> None:
         """Children waiting on a face that went away have failed."""
+        self._heard.pop(face, None)
+        self._connections.pop(face, None)
         for child in list(self.children.values()):
             if child.face == face and child.state == "pending":
                 self.inbox.append(Nack(child.interest.name, child.interest.nonce, NackReason.NO_ROUTE,

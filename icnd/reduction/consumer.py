@@ -3,10 +3,10 @@
 Written against `icnd.endpoint.Endpoint`, used through `icnd.Client`
 (`create_group`, `contribute`, `reduce`, `allreduce`).  A reduction is
 fetched segment by segment: segment 0 first (it tells the dtype, shape and
-number of segments), then the rest with a window of `window` outstanding
-requests, and never more than `WINDOW_BYTES` of segments (a group of 4 MiB
-segments: 2 at a time, so the node's send queue toward the client never
-overflows).  Each request's lifetime ends at the call's deadline, and a
+number of segments), then the rest in ascending order with a window of
+`window` outstanding requests, and never more than `WINDOW_BYTES` of
+segments (a group of 4 MiB segments: 2 at a time, so the node's send queue
+toward the client never overflows).  Each request's lifetime ends at the call's deadline, and a
 request is re-sent (new nonce, the remaining lifetime) every `RETX`
 seconds, so a retransmission never moves an aggregation's deadline.  With
 ``partial``, segment 0 ends `PARTIAL_RESERVE` of the timeout early and the
@@ -302,11 +302,21 @@ async def reduce(ep: Endpoint, group: str, rnd: int, op: str, *, timeout: float,
 
     place(0, *first)
 
-    async def one(s: int) -> None:
-        place(s, *await fetch.segment(s))
+    # ascending, `window` at a time (a worker takes the next segment when its last one arrived):
+    # a round's consumers then ask for each segment at about the same time, their requests meet
+    # in the rendezvous's PIT and it is aggregated once.  A task per segment starts in trio's
+    # batch order, reversed half the time: consumers walking a round from opposite ends had
+    # each segment aggregated twice once the rendezvous's Content Store held less than half
+    # the round (issue #30)
+    todo = iter(range(1, nseg))
+
+    async def worker() -> None:
+        for s in todo:  # shared: the next segment nobody has taken yet
+            place(s, *await fetch.segment(s))
 
     if nseg > 1:
-        await run_bounded([bind(one, s) for s in range(1, nseg)], max(1, min(window, WINDOW_BYTES // desc.seg_bytes)))
+        workers = max(1, min(window, WINDOW_BYTES // desc.seg_bytes, nseg - 1))
+        await run_bounded([worker] * workers, workers)
     per_segment = [desc.member_ids(m.members) for m in metas if m is not None]
     common = sorted(set.intersection(*(set(ids) for ids in per_segment)))
     complete = len(common) == len(desc.members)

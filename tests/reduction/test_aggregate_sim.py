@@ -368,7 +368,7 @@ def test_late_timer_near_the_deadline_does_not_spin():
     fw = tree.net.nodes["a2"].fw
     (entry,) = aggregator_of(fw).entries.values()
     (child,) = entry.pending()
-    child.sent_at, child.rto = entry.deadline - 0.105, 0.1  # due 5 ms before the deadline
+    child.sent_at, child.rto, child.due = entry.deadline - 0.105, 0.1, entry.deadline - 0.005  # due 5 ms before it
     entry.timer_at = float("inf")
     aggregator_of(fw)._arm(entry)
     calls = []
