@@ -84,16 +84,17 @@ TARGET_FROM = 16 * MiB  # ... at 16 MiB and above
 LINK_BLOCK = ipaddress.IPv4Network("10.213.0.0/16")  # icnd.topology.netns.ADDRESS_BLOCK
 MGMT_BLOCK = ipaddress.IPv4Network("10.214.0.0/16")  # one /30 per run for the management veth
 ROOT = ""  # the root namespace, as a node of the route graph
-SEGMENT_BYTES = 256 * KiB
-"""The group's segments (``--segment-bytes`` overrides): measured best of 256 KiB..4 MiB at 16 and
-64 MiB (docs/performance.md "Shaped links"): icnd's windows count segments (8 per consumer, 4 per
-next hop, each also capped at 8 MiB), so smaller segments keep less queued on a 100 Mbit/s link,
-and fewer of its sub-requests outlive their RTO (at most 1 s) and are sent twice."""
+SEGMENT_BYTES = MiB
+"""The group's segments (``--segment-bytes`` overrides): measured best of 256 KiB..2 MiB at 16 and
+64 MiB (docs/performance.md "Shaped links"; 256 KiB is a little faster at 1 MiB, whose 4
+segments then pipeline over the hops).  icnd's windows count segments (8 per consumer, 4 per
+next hop) up to 8 MiB, so larger segments keep more in flight over the links' round trip;
+before issue #30's fixes they also made sub-requests outlive their RTO and be sent twice."""
 ROUTING = "static"
-"""icnd's routes: derived from the graph.  Under link-state routing a saturated link delays
-the hellos queued behind the bulk data past the 3 s dead interval (measured: seconds of
-queue in the face, the socket and tbf's 400 ms), the neighbour is declared down and a
-round fails with "no route" (``--netns-routing link-state`` reproduces it)."""
+"""icnd's routes: derived from the graph (``--netns-routing link-state``: the nodes' own
+link-state routing, which holds under this load since issue #30's fixes; before them the
+duplicated segments kept seconds of queue on a link, hellos waited behind it past the 3 s
+dead interval and a round failed with "no route")."""
 MPI_SCRIPT = C.BENCH_DIR / "mpi_allreduce.py"
 MPI_ALGORITHMS = {  # label -> extra mpirun flags
     "default": [],

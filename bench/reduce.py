@@ -109,11 +109,36 @@ element by element; their JSON lines carry ``"baseline": null`` and a
   bytes (``expected``: 8, the members per aggregator), and the star/tree
   time ratio.  (MPI combines only at its ranks: there is no network node
   that could aggregate, so no baseline.)
+- ``rendezvous-killed-16MiB-8`` (``--quick``: 4 MiB): the tree of 8 members
+  with a link between ``agg1`` and ``agg2`` (so the members stay connected
+  without ``root``), link-state routing, rendezvous ``root,agg1`` (even
+  segments start at root, odd ones at agg1), group ``deadline_ms`` 5000.
+  Per repetition (at most 3) every member contributes, then all call
+  ``reduce`` (timeout 5 s) at once, and as soon as ``root`` has started
+  aggregating one of the round's segments it is SIGKILLed; restarted after
+  the rep.  ``outcome``: ``completed`` (every member's result complete and
+  checked; root's segments failed over to agg1: ``agg_roots`` per node,
+  against ``agg_roots_undisturbed`` of a round without a kill) or
+  ``failed`` (``errors``); ``value``: from the ``reduce`` calls until the
+  last one returned or raised (``after_kill_s``: from the kill;
+  ``undisturbed_s``: the round without a kill); ``within_limit``: every rep
+  within deadline + 1 s.  (MPI: the job aborts or hangs.)
+- ``straggler-1MiB-8`` (``--quick``: 64 KiB, 5 rounds): the ``--layout`` of
+  8 members, group ``deadline_ms`` 200; per round every member "computes"
+  (sleeps) 0.2 s, w8 0.4 s (2x), then contributes and calls
+  ``reduce(partial=True)``; 100 rounds.  Round time: until every member
+  but the straggler has its result; ``value``: its p99, with the median
+  (``p99_over_median``), the rounds whose result left the straggler out
+  (``partial_rounds``; ``others_left_out_rounds``: those that also left
+  out a member that was not slow by design, late on a loaded machine) and
+  the straggler's own median (``straggler_s``: what all would wait without
+  partials).  Every result is checked: the sum of exactly its contributors.  (MPI: every collective waits for its
+  slowest rank.)
 
 Output: progress on stderr; on stdout a table, then one JSON line per case
 (``--json-only``: only the JSON lines).  Exit status 1 if an icnd case
 failed or icnd has no reduction API.  Runtime: ``--quick`` ~10 s, the full
-matrix ~4 min (mostly the 64 MiB cases; the MPI side ~40 s), plus ~1.5 min
+matrix ~4 min (mostly the 64 MiB cases; the MPI side ~40 s), plus ~3 min
 for the ``--extra`` cases.
 """
 
@@ -603,6 +628,8 @@ MPI_CANNOT = {  # case family -> why it has no MPI baseline
     "member-dies": "MPI aborts or hangs the job when a rank dies: no partial result",
     "late-consumer": "MPI keeps no result by name: a process outside the job cannot fetch it",
     "incast": "MPI combines only at its ranks: no network node aggregates, so no baseline",
+    "rendezvous-killed": "MPI has no aggregation point to fail over to: a dead process aborts or hangs the job",
+    "straggler": "an MPI collective waits for its slowest rank every time: no partial result by a deadline",
 }
 DIES_MEMBERS = 8
 DIES_DEADLINE_MS = 2000  # the group's deadline_ms: the longest an aggregation waits for a straggler
@@ -617,6 +644,20 @@ INCAST_REPS = 3
 INCAST_READY_TIMEOUT = 300.0  # s: 33 or 37 daemons starting and converging on 2 cores
 EXTRA_BYTES = MiB
 INCAST_COUNTERS = ("agg_retransmissions", "agg_duplicates", "agg_late", "unsolicited_data")  # why bytes repeat
+KILL_MEMBERS = 8
+KILL_BYTES, KILL_QUICK_BYTES = 16 * MiB, 4 * MiB  # per member: 4 segments of 4 MiB (TCP links), quick: 1
+KILL_RENDEZVOUS = ["root", "agg1"]  # even segments start at root, odd ones at agg1; either fails over to the other
+KILL_VICTIM = "root"
+KILL_TIMEOUT = 5.0  # s, each member's reduce: the round's deadline (also the group's deadline_ms)
+KILL_MAX_REPS = 3  # each rep kills and restarts a daemon
+KILL_READY_TIMEOUT = 120.0  # s: 11 daemons under link-state routing on 2 cores
+STRAGGLER_MEMBERS = 8
+STRAGGLER_BYTES, STRAGGLER_QUICK_BYTES = MiB, 64 * KiB
+STRAGGLER_COMPUTE_S = 0.2  # each member's compute before it contributes; the straggler's is FACTOR times that
+STRAGGLER_FACTOR = 2.0
+STRAGGLER_DEADLINE_MS = 200  # the group's deadline_ms; each level below the rendezvous waits 50 ms less (its margin)
+STRAGGLER_ROUNDS, STRAGGLER_QUICK_ROUNDS = 100, 5
+STRAGGLER_TIMEOUT = 5.0  # s, each reduce(partial=True): far past the deadline, so the deadline decides
 
 
 def late_node(opts: Any) -> str:
@@ -819,7 +860,218 @@ async def incast_layout(opts: Any, layout: str) -> dict[str, Any]:
             "counted": "in_bytes of the rendezvous node's non-local faces (face list), whole packets on the wire"}
 
 
-EXTRAS = ("member-dies", "late-consumer", "incast")
+def kill_topology(opts: Any) -> Any:
+    """The tree of `KILL_MEMBERS` members with a link between its two leaf switches (so the
+    members stay connected without root), link-state routing (routes to a dead node are
+    withdrawn, so consumers fail over), rendezvous `KILL_RENDEZVOUS`, deadline `KILL_TIMEOUT`."""
+    from icnd.topology import parse
+
+    workers, aggs = layout_nodes(KILL_MEMBERS, "tree")
+    links = [{"ends": [a, n], "transport": opts.link_transport} for a, neighbours in aggs.items() for n in neighbours]
+    links.append({"ends": ["agg1", "agg2"], "transport": opts.link_transport})
+    group: dict[str, Any] = {"members": workers, "rendezvous": KILL_RENDEZVOUS,
+                             "deadline_ms": int(KILL_TIMEOUT * 1000)}
+    if opts.segment_bytes:
+        group["segment_bytes"] = opts.segment_bytes
+    return parse({"nodes": {name: {} for name in [*workers, *aggs]}, "links": links, "groups": {GROUP: group},
+                  "routing": "link-state"}, source="bench/reduce.py rendezvous-killed")
+
+
+async def rendezvous_killed_case(opts: Any) -> dict[str, Any]:
+    """Per rep (at most `KILL_MAX_REPS`): every member contributes, then all call ``reduce``
+    (timeout `KILL_TIMEOUT`) at once; as soon as `KILL_VICTIM` (the first rendezvous of the
+    even segments) has started an aggregation of the round it is SIGKILLed.  Outcome: every
+    member's complete, checked result (``completed``; the segments it was aggregating fail
+    over to the next rendezvous, ``agg_roots`` per node against an undisturbed round's), or
+    the first error (``failed``); time from the start of the ``reduce`` calls until the last
+    one returned or raised.  The victim is restarted (routes converged) between reps."""
+    import trio
+    from icnd.topology import launch
+
+    members = KILL_MEMBERS
+    nbytes = KILL_QUICK_BYTES if opts.quick else KILL_BYTES
+    spec = kill_topology(opts)
+    workers, _ = layout_nodes(members, "tree")
+    n = nbytes // 4
+    arrays = [np.full(n, i + 1, dtype=np.float32) for i in range(members)]
+    full = np.full(n, members * (members + 1) / 2, dtype=np.float32)
+    reps = min(opts.reps, KILL_MAX_REPS)
+    samples: list[float] = []
+    after_kill: list[float] = []
+    outcomes: list[str] = []
+    errors: list[str] = []
+    roots: list[dict[str, int]] = []
+    mid_round: list[bool] = []
+
+    async def agg_roots(net: Any) -> dict[str, int]:
+        return {x: (await net.status(x))["counters"].get("agg_roots", 0)
+                for x in spec.nodes if net[x].alive}
+
+    async def one_round(net: Any, clients: list[Any], r: int,
+                        victim: Any | None) -> tuple[float, float, list[Any], bool]:
+        """(seconds to the last member's answer, seconds from the kill, results or errors,
+        killed before any member had its answer); `victim`: a client of the node to kill."""
+        async with trio.open_nursery() as nursery:
+            for c, x in zip(clients, arrays):
+                nursery.start_soon(partial(c.contribute, GROUP, round=r, array=x, timeout=opts.timeout))
+        results: list[Any] = [None] * members
+        done = [0.0] * members
+        killed = [0.0]
+        started = (await victim.status())["counters"].get("agg_roots", 0) if victim is not None else 0
+
+        async def member(i: int) -> None:
+            try:
+                results[i] = await clients[i].reduce(GROUP, round=r, op="sum", timeout=KILL_TIMEOUT)
+            except Exception as exc:  # the failure is the measurement: kept, reported
+                results[i] = exc
+            done[i] = time.perf_counter()
+
+        async def kill() -> None:
+            assert victim is not None
+            with trio.move_on_after(KILL_TIMEOUT):  # until it aggregates part of this round
+                while (await victim.status())["counters"].get("agg_roots", 0) <= started:
+                    await trio.sleep(0.002)
+            killed[0] = time.perf_counter()
+            await net.kill(KILL_VICTIM)
+
+        with trio.fail_after(KILL_TIMEOUT + 10):
+            t0 = time.perf_counter()
+            async with trio.open_nursery() as nursery:
+                if victim is not None:
+                    nursery.start_soon(kill)
+                for i in range(members):
+                    nursery.start_soon(member, i)
+        return max(done) - t0, max(done) - (killed[0] or t0), results, 0 < killed[0] < min(done)
+
+    async with launch(spec, log_level="warning", ready_timeout=KILL_READY_TIMEOUT) as net:
+        clients = [await net.connect(w) for w in workers]
+        cpu = CpuMeter({name: net[name].pid for name in spec.nodes}, workers)
+        rounds = itertools.count(1)
+        cpu.begin()
+        before = await agg_roots(net)
+        normal, _, results, _ = await one_round(net, clients, next(rounds), None)
+        normal_roots = {x: v - before[x] for x, v in (await agg_roots(net)).items()}
+        for i, res in enumerate(results):  # the undisturbed first round: complete and right, or the case fails
+            if isinstance(res, Exception):
+                raise res
+            check_array(f"first round: {workers[i]}'s reduce", getattr(res, "array", None), full)
+        for _ in range(reps):
+            r = next(rounds)
+            before = await agg_roots(net)
+            victim = await net.connect(KILL_VICTIM)
+            elapsed, since_kill, results, before_any = await one_round(net, clients, r, victim)
+            samples.append(elapsed)
+            after_kill.append(since_kill)
+            mid_round.append(before_any)
+            failed = [(workers[i], res) for i, res in enumerate(results) if isinstance(res, Exception)]
+            if failed:
+                outcomes.append("failed")
+                errors.append(f"{failed[0][0]}: {describe(failed[0][1])}")
+            else:
+                for i, res in enumerate(results):
+                    if not getattr(res, "complete", False):
+                        raise CheckFailed(f"round {r}: {workers[i]} got a partial result without asking for one")
+                    check_array(f"round {r}: {workers[i]}'s reduce", getattr(res, "array", None), full)
+                outcomes.append("completed")
+            roots.append({x: v - before[x] for x, v in (await agg_roots(net)).items()})
+            await net.restart(KILL_VICTIM)
+            clients = [await net.connect(w) for w in workers]
+        other, _window = cpu.other_cpu()  # the restarted victim not counted as ours: an upper bound
+    limit = KILL_TIMEOUT + 1.0
+    t = Timing.of(samples)
+    outcome = outcomes[0] if len(set(outcomes)) == 1 else "mixed"
+    return {"value": _r(t.median), "unit": "s", "min_s": _r(t.lo), "max_s": _r(t.hi), "reps": t.reps,
+            "outcome": outcome, "outcomes": outcomes, "errors": errors,
+            "agg_roots": roots, "agg_roots_undisturbed": normal_roots,
+            "after_kill_s": _r(statistics.median(after_kill)), "killed_before_any_result": mid_round,
+            "undisturbed_s": _r(normal), "killed": KILL_VICTIM, "rendezvous": KILL_RENDEZVOUS, "members": members,
+            "bytes": nbytes, "timeout_s": KILL_TIMEOUT, "limit_s": limit, "within_limit": max(samples) <= limit,
+            "routing": "link-state", "values_checked": outcome == "completed", "other_cpu": other}
+
+
+async def straggler_case(opts: Any) -> dict[str, Any]:
+    """`STRAGGLER_MEMBERS` members on the ``--layout``; per round each member computes
+    (sleeps) `STRAGGLER_COMPUTE_S`, the last one `STRAGGLER_FACTOR` times that, then
+    contributes and calls ``reduce(partial=True)``; the group's ``deadline_ms`` is
+    `STRAGGLER_DEADLINE_MS`.  Round time: from the round's start until every other member
+    has its result (what a partial-tolerant application waits); the straggler's own time
+    is kept apart (``straggler_s``: what every member would wait for without partials)."""
+    import trio
+    from icnd.topology import launch
+
+    members = STRAGGLER_MEMBERS
+    nbytes = STRAGGLER_QUICK_BYTES if opts.quick else STRAGGLER_BYTES
+    rounds = STRAGGLER_QUICK_ROUNDS if opts.quick else STRAGGLER_ROUNDS
+    spec = topology(members, opts, rendezvous=extra_rendezvous(opts), deadline_ms=STRAGGLER_DEADLINE_MS)
+    workers, _ = layout_nodes(members, opts.layout)
+    straggler = workers[-1]
+    n = nbytes // 4
+    arrays = [np.full(n, i + 1, dtype=np.float32) for i in range(members)]
+    full = np.full(n, members * (members + 1) / 2, dtype=np.float32)
+    compute = [STRAGGLER_COMPUTE_S] * (members - 1) + [STRAGGLER_COMPUTE_S * STRAGGLER_FACTOR]
+    times: list[float] = []
+    straggler_times: list[float] = []
+    partial_rounds = 0  # rounds in which some member's result left the straggler out
+    others_left_out = 0  # ... left out another member (late too: loaded machine)
+    async with launch(spec, log_level="warning") as net:
+        clients = [await net.connect(w) for w in workers]
+        cpu = CpuMeter({name: net[name].pid for name in spec.nodes}, workers)
+        bench = IcndBench(clients, cpu, opts.timeout)
+        cpu.begin()
+        # warm-up: a complete round, checked; every contribution in before any request (an
+        # allreduce's first requests could wait past the short deadline for a slow first upload)
+        r = next(bench.rounds)
+        async with trio.open_nursery() as nursery:
+            for c, x in zip(clients, arrays):
+                nursery.start_soon(partial(c.contribute, GROUP, round=r, array=x, timeout=opts.timeout))
+        for i, c in enumerate(clients):
+            check_array(f"warm-up: {workers[i]}'s reduce",
+                        getattr(await c.reduce(GROUP, round=r, op="sum", timeout=opts.timeout), "array", None), full)
+        for _ in range(rounds):
+            r = next(bench.rounds)
+            results: list[Any] = [None] * members
+            done = [0.0] * members
+
+            async def member(i: int) -> None:
+                await trio.sleep(compute[i])
+                await clients[i].contribute(GROUP, round=r, array=arrays[i], timeout=opts.timeout)
+                results[i] = await clients[i].reduce(GROUP, round=r, op="sum", partial=True,
+                                                     timeout=STRAGGLER_TIMEOUT)
+                done[i] = time.perf_counter()
+
+            with trio.fail_after(STRAGGLER_TIMEOUT + 10):
+                t0 = time.perf_counter()
+                async with trio.open_nursery() as nursery:
+                    for i in range(members):
+                        nursery.start_soon(member, i)
+            times.append(max(done[:-1]) - t0)
+            straggler_times.append(done[-1] - t0)
+            left_out: set[str] = set()
+            for i, res in enumerate(results):  # whoever was late is left out: the sum of exactly the others
+                got = list(getattr(res, "contributors", None) or [])
+                if not got or any(g not in workers for g in got) or (got == workers) != getattr(res, "complete", None):
+                    raise CheckFailed(f"round {r}: {workers[i]}'s result claims contributors {got}, "
+                                      f"complete={getattr(res, 'complete', None)!r}")
+                total = sum(workers.index(g) + 1 for g in got)
+                check_array(f"round {r}: {workers[i]}'s reduce(partial=True)", getattr(res, "array", None),
+                            np.full(n, total, dtype=np.float32))
+                left_out.update(w for w in workers if w not in got)
+            partial_rounds += straggler in left_out
+            others_left_out += bool(left_out - {straggler})
+        other, _window = cpu.other_cpu()
+    median = statistics.median(times)
+    p99 = float(np.percentile(times, 99))
+    return {"value": _r(p99), "unit": "s", "median_s": _r(median), "p99_s": _r(p99),
+            "p99_over_median": _r(p99 / median, 3), "min_s": _r(min(times)), "max_s": _r(max(times)),
+            "rounds": rounds, "partial_rounds": partial_rounds, "others_left_out_rounds": others_left_out,
+            "straggler": straggler,
+            "straggler_s": _r(statistics.median(straggler_times)), "compute_s": STRAGGLER_COMPUTE_S,
+            "straggler_compute_s": STRAGGLER_COMPUTE_S * STRAGGLER_FACTOR, "deadline_ms": STRAGGLER_DEADLINE_MS,
+            "members": members, "bytes": nbytes, "rendezvous": extra_rendezvous(opts), "values_checked": True,
+            "other_cpu": other}
+
+
+EXTRAS = ("member-dies", "late-consumer", "incast", "rendezvous-killed", "straggler")
 
 
 def extra_side(opts: Any) -> tuple[list[dict], list[str]]:
@@ -889,6 +1141,22 @@ def extra_side(opts: Any) -> tuple[list[dict], list[str]]:
                     "contended": star["contended"] or tree["contended"]})
         row(rec, lambda: f"star bytes / tree bytes = {rec['value']:.2f} (fan-in {rec['expected']}); "
                          f"star time / tree time = {rec['time_ratio']:.2f}")
+    if "rendezvous-killed" in opts.extra:
+        nbytes = KILL_QUICK_BYTES if opts.quick else KILL_BYTES
+        body, error = run(f"rendezvous-killed: {KILL_MEMBERS} members, {KILL_VICTIM} killed mid-round, "
+                          f"rendezvous {','.join(KILL_RENDEZVOUS)}", rendezvous_killed_case)
+        rec = line(f"rendezvous-killed-{size_label(nbytes)}-{KILL_MEMBERS}", body, error)
+        row(rec, lambda: f"{rec['outcome']} in {fmt_time(rec['value'])} ({fmt_time(rec['after_kill_s'])} after "
+                         f"killing {rec['killed']}, undisturbed {fmt_time(rec['undisturbed_s'])}; limit deadline "
+                         f"+ 1 s = {rec['limit_s']:g} s: {'within' if rec['within_limit'] else 'EXCEEDED'})")
+    if "straggler" in opts.extra:
+        nbytes = STRAGGLER_QUICK_BYTES if opts.quick else STRAGGLER_BYTES
+        body, error = run(f"straggler: {STRAGGLER_MEMBERS} members, one {STRAGGLER_FACTOR:g}x slower, partial, "
+                          f"deadline {STRAGGLER_DEADLINE_MS} ms", straggler_case)
+        rec = line(f"straggler-{size_label(nbytes)}-{STRAGGLER_MEMBERS}", body, error)
+        row(rec, lambda: f"p99 {fmt_time(rec['p99_s'])}, median {fmt_time(rec['median_s'])} (p99/median "
+                         f"{rec['p99_over_median']:.2f}; {rec['partial_rounds']}/{rec['rounds']} rounds partial; "
+                         f"the straggler's own median {fmt_time(rec['straggler_s'])})")
     return lines, rows
 
 

@@ -37,7 +37,7 @@ def reduce_bench() -> Iterator[ModuleType]:
 
 def test_full_run_includes_every_extra_case(reduce_bench: ModuleType) -> None:
     opts = reduce_bench.parse_args([])
-    assert opts.extra == ["member-dies", "late-consumer", "incast"]
+    assert opts.extra == ["member-dies", "late-consumer", "incast", "rendezvous-killed", "straggler"]
     assert not opts.extra_only and not opts.no_mpi
 
 
