@@ -7,5 +7,7 @@
 - `caller` / `host`: its two sides, written against `icnd.endpoint.Endpoint`;
   the host keeps the sessions it granted in `host_sessions` and the results
   it handed out thunks for in `host_jobs`;
-- `pool`: the worker threads or processes a host runs sync functions in.
+- `pool`: the worker threads or processes a host runs sync functions in;
+- `named` / `resolve`: arguments and results by name (`icnd.Ref`,
+  `icnd.Future`) and how both sides fetch them.
 """
