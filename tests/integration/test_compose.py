@@ -109,15 +109,16 @@ async def test_a_future_is_passed_to_a_second_host_by_name(line: list[Daemon]) -
     async with connect(str(a.sock)) as caller:
         fut = await caller.submit("/fn/double", icnd.Ref("/data/pipe"), timeout=30)
         assert isinstance(fut, icnd.Future) and fut.name.to_uri().startswith("/node/")
-        info: dict[str, Any] = {}
-        z = await caller.call("/fn/total", fut, timeout=30, info=info)
-    assert z == float((x * 2).sum())
-    # the future lives at its host's node: the call ran there or at c, never through a
-    host = info["host"]
-    assert host in ("/node/b", "/node/c")
+        placed: dict[str, Any] = {}
+        assert await caller.call("/fn/total", fut, timeout=30, info=placed) == float((x * 2).sum())
+        assert placed["host"] == "/node/b"  # left to placement: where the future's result is
+        other: dict[str, Any] = {}
+        z = await caller.call("/fn/total", fut, timeout=30, place="/node/c", info=other)  # a second host
+    assert z == float((x * 2).sum()) and other["host"] == "/node/c"
     assert await cached(a, fut.name.to_uri()) == []  # the intermediate never reached the caller's node
+    assert await cached(c, fut.name.to_uri()) != []  # c fetched it from b, by name
     after = (await counters(b))["fn_executions"], (await counters(c))["fn_executions"]
-    assert sum(after) - sum(before) == 2
+    assert (after[0] - before[0], after[1] - before[1]) == (2, 1)  # double and one total at b, a total at c
 
 
 async def test_a_future_read_twice_runs_once_and_is_then_served_from_caches(line: list[Daemon]) -> None:
