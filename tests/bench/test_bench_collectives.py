@@ -5,7 +5,6 @@ run against a launched node.  The full matrix runs by hand (minutes, 12 daemons)
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -15,29 +14,15 @@ from typing import Any, Iterator
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.bench._load import BENCH, bench_module
 KiB, MiB = 1 << 10, 1 << 20
 
 
 @pytest.fixture(scope="module")
 def bench() -> Iterator[ModuleType]:
     """bench/collectives.py as a module; it puts bench/ on sys.path for _common and reduce, undone after."""
-    name = "icnd_bench_collectives"
-    saved = list(sys.path)
-    had = {m: sys.modules.get(m) for m in ("reduce", "_common")}
-    try:
-        spec = importlib.util.spec_from_file_location(name, BENCH / "collectives.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
+    with bench_module("collectives.py", helpers=("reduce", "_common")) as module:
         yield module
-    finally:
-        sys.path[:] = saved
-        sys.modules.pop(name, None)
-        for m, old in had.items():
-            if old is None:
-                sys.modules.pop(m, None)
 
 
 def test_full_run_is_the_issues_matrix(bench: ModuleType) -> None:

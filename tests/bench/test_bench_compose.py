@@ -7,7 +7,6 @@ baseline goes through.  The full run (64 MiB, shaped links as root) is by hand."
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from typing import Any, Iterator
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.bench._load import BENCH, bench_module
 MiB = 1 << 20
 COMMON = {"bench", "case", "value", "unit", "baseline", "ratio", "links", "bytes", "reps", "checked"}
 
@@ -27,22 +26,8 @@ COMMON = {"bench", "case", "value", "unit", "baseline", "ratio", "links", "bytes
 def bench() -> Iterator[ModuleType]:
     """bench/compose.py as a module; it puts bench/ on sys.path for _common, reduce and
     netns_reduce, undone after."""
-    name = "icnd_bench_compose"
-    saved = list(sys.path)
-    had = {m: sys.modules.get(m) for m in ("reduce", "_common", "netns_reduce")}
-    try:
-        spec = importlib.util.spec_from_file_location(name, BENCH / "compose.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
+    with bench_module("compose.py", helpers=("reduce", "_common", "netns_reduce")) as module:
         yield module
-    finally:
-        sys.path[:] = saved
-        sys.modules.pop(name, None)
-        for m, old in had.items():
-            if old is None:
-                sys.modules.pop(m, None)
 
 
 @pytest.fixture(scope="module")
