@@ -124,6 +124,7 @@ class Client(FaceEndpoint):
         if cert is not None:
             self.validator.offer([cert])
         self._node_name: Name | None = None  # the node's name, once asked
+        self._descriptors = reduction.DescriptorCache()  # groups' newest descriptors (allreduce)
         self.caller = Caller(self)  # this client's identity and sessions as a caller of functions
         # unverified_retries: answers that failed verification, evicted from the node's cache
         # and asked for once more past it (icnd.objects.fetch.verified) [issue #15, D8/D14]
@@ -430,7 +431,8 @@ class Client(FaceEndpoint):
         a round some member has not contributed to raises Timeout at the
         deadline (``.missing`` names them), unless `partial`: then an
         `icnd.Reduced` of what arrived, flagged."""
-        return await reduction.allreduce(self, group, round, array, op, member, timeout, out=out, partial=partial)
+        return await reduction.allreduce(self, group, round, array, op, member, timeout, out=out, partial=partial,
+                                         cache=self._descriptors)
 
     # --- collective communication (icnd.collective, docs/collectives.md) ------------------------
     async def communicator(self, group: str, member: str | None = None, *,

@@ -47,6 +47,7 @@ PARTIAL_RESERVE = 0.25
 WINDOW = 8
 WINDOW_BYTES = 8 * 1024 * 1024  # segments outstanding, in bytes: half a stream face's send queue
 CONTRIBUTE_WINDOW = 4
+MAX_CACHED_GROUPS = 64  # group descriptors a client keeps (DescriptorCache)
 SHM_MIN = 64 * 1024  # a contribution this large goes to the client's own node in shared memory
 _digest = DigestKey()
 
@@ -79,6 +80,34 @@ class Reduced:
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         return self.array if dtype is None else self.array.astype(dtype)
+
+
+class DescriptorCache:
+    """A client's group descriptors, newest version each, so that an
+    `allreduce` does not ask its node for the descriptor on every call
+    (issue #30).  Kept right: the node's answer to every local contribution
+    says the newest version it knows (``version``), and a newer one makes
+    the call read it before it reduces; any failure of a call drops the
+    group's entry, read again next time.  At most `MAX_CACHED_GROUPS`
+    groups, least recently used dropped."""
+
+    def __init__(self) -> None:
+        self._groups: dict[str, tuple[GroupDescriptor, bytes]] = {}
+
+    def get(self, group: str) -> tuple[GroupDescriptor, bytes] | None:
+        found = self._groups.pop(group, None)
+        if found is not None:
+            self._groups[group] = found  # (most recently used last)
+        return found
+
+    def put(self, group: str, described: tuple[GroupDescriptor, bytes]) -> None:
+        self._groups.pop(group, None)
+        self._groups[group] = described
+        while len(self._groups) > MAX_CACHED_GROUPS:
+            del self._groups[next(iter(self._groups))]
+
+    def drop(self, group: str) -> None:
+        self._groups.pop(group, None)
 
 
 async def group_descriptor(ep: Endpoint, group: str, version: int | None = None,
@@ -145,15 +174,29 @@ async def create_group(ep: Endpoint, name: str, members: Sequence[str], *, rende
 
 
 async def allreduce(ep: Endpoint, group: str, rnd: int, array: Any, op: str, member: str | None,
-                    timeout: float, *, out: np.ndarray | None = None, partial: bool = False) -> np.ndarray | Reduced:
+                    timeout: float, *, out: np.ndarray | None = None, partial: bool = False,
+                    cache: DescriptorCache | None = None) -> np.ndarray | Reduced:
     """`contribute`, then `reduce` of the same (latest) group version: the
-    descriptor is asked for once.  The array; with `partial`, the `Reduced`
-    (what arrived by the deadline, flagged, with its contributors)."""
+    descriptor is asked for once, or not at all when `cache` holds it (and
+    the contribution's answer says no newer version exists).  The array;
+    with `partial`, the `Reduced` (what arrived by the deadline, flagged,
+    with its contributors)."""
     deadline = trio.current_time() + timeout
-    described = await group_descriptor(ep, group)
-    await contribute(ep, group, rnd, array, member, timeout, described=described)
-    result = await reduce(ep, group, rnd, op, timeout=max(0.1, deadline - trio.current_time()), partial=partial,
-                          described=described, out=out)
+    described = cache.get(group) if cache is not None else None
+    try:
+        if described is None:
+            described = await group_descriptor(ep, group)
+        info = await contribute(ep, group, rnd, array, member, timeout, described=described)
+        if info.get("version", described[0].version) != described[0].version:  # a newer version: read it
+            described = await group_descriptor(ep, group)
+        if cache is not None:
+            cache.put(group, described)
+        result = await reduce(ep, group, rnd, op, timeout=max(0.1, deadline - trio.current_time()),
+                              partial=partial, described=described, out=out)
+    except BaseException:
+        if cache is not None:
+            cache.drop(group)
+        raise
     return result if partial else result.array
 
 
@@ -183,10 +226,11 @@ async def contribute(ep: Endpoint, group: str, rnd: int, array: Any, member: str
                          f"contributions, and this client is attached to {me}")
     if m.node == me and arr.nbytes >= SHM_MIN and ep.passes_fds():
         # the whole contribution in one sealed shared-memory segment and one command (issue #18)
-        added = await _contribute_shm(ep, group, rnd, member, dt, arr.shape, flat, seg_elems, nseg,
-                                      max(0.1, deadline - trio.current_time()), sign)
-        return {"group": group, "round": rnd, "member": member, "segments": nseg, "added": added,
-                "dtype": dt.str, "shape": list(arr.shape)}
+        answer = await _contribute_shm(ep, group, rnd, member, dt, arr.shape, flat, seg_elems, nseg,
+                                       max(0.1, deadline - trio.current_time()), sign)
+        return {"group": group, "round": rnd, "member": member, "segments": nseg, "added": int(answer["added"]),
+                "dtype": dt.str, "shape": list(arr.shape), **({"version": answer["version"]} if "version" in answer
+                                                              else {})}
     if min(desc.seg_bytes, arr.nbytes) > COMMAND_SEG_BYTES:
         # a segment rides in one Interest's parameters (at most codec.MAX_PARAMS_SIZE): too large
         where = (f"the member's node is {m.node}, not this client's ({me})" if m.node != me
@@ -195,6 +239,7 @@ async def contribute(ep: Endpoint, group: str, rnd: int, array: Any, member: str
                          f"{COMMAND_SEG_BYTES} bytes per segment goes only in shared memory from a client of the "
                          f"member's own node, and {where}")
     added = 0
+    versions: list[int] = []  # the newest version of the group the node knows, as its answers said
 
     async def send(s: int) -> None:
         nonlocal added
@@ -207,18 +252,22 @@ async def contribute(ep: Endpoint, group: str, rnd: int, array: Any, member: str
         remaining = max(0.1, deadline - trio.current_time())
         if m.node == me:
             node_signs: dict[str, Any] = {"sign": True} if sign else {}
-            result = await ep.command("reduce", "contribute", packets=[encode(data)], timeout=remaining, **node_signs)
+            result = await ep.command("reduce", "contribute", packets=[encode(data)], timeout=remaining,
+                                      group=group, **node_signs)
+            if "version" in result:
+                versions.append(result["version"])
         else:  # the member lives elsewhere: hand the segment to its node through the network
             result = await _contribute_remote(ep, m.node, member, data, remaining)
         added += result["added"]
 
     await run_bounded([bind(send, s) for s in range(nseg)], CONTRIBUTE_WINDOW)
     return {"group": group, "round": rnd, "member": member, "segments": nseg, "added": added,
-            "dtype": dt.str, "shape": list(arr.shape)}
+            "dtype": dt.str, "shape": list(arr.shape), **({"version": max(versions)} if versions else {})}
 
 
 async def _contribute_shm(ep: Endpoint, group: str, rnd: int, member: str, dt: np.dtype, shape: tuple[int, ...],
-                          flat: np.ndarray, seg_elems: int, nseg: int, timeout: float, sign: bool = False) -> int:
+                          flat: np.ndarray, seg_elems: int, nseg: int, timeout: float,
+                          sign: bool = False) -> dict[str, Any]:
     """Hand a contribution to this client's own node in shared memory: every
     segment's content (`pack`'s format) back to back in one sealed memory
     file, passed with one ``reduce/contribute-shm`` command; the node serves
@@ -243,7 +292,7 @@ async def _contribute_shm(ep: Endpoint, group: str, rnd: int, member: str, dt: n
                                   member=member, size=offset, segments=spans, **({"sign": True} if sign else {}))
     finally:
         os.close(fd)  # the node holds its own copy of the descriptor (or its mapping) by now
-    return int(result["added"])
+    return dict(result)
 
 
 async def _contribute_remote(ep: Endpoint, node: str, member: str, data: Data, timeout: float) -> dict[str, Any]:

@@ -331,3 +331,31 @@ async def test_cli_contribute_reduce_and_group(net, tmp_path) -> None:
     assert json.loads(r.stdout)["version"] == 1
     r = await run("w3", "group", "list", "--json")
     assert sorted(g["group"] for g in json.loads(r.stdout)) == ["duo", "workers"]
+
+
+async def test_allreduce_caches_the_descriptor_and_picks_up_a_new_version(net) -> None:
+    c1, c4 = await net.connect("w1"), await net.connect("w4")
+    await c1.create_group("cached", ["w1", "w4"], rendezvous=["a2"])
+    for rnd in (1, 2):  # the second call reads no descriptor: the contribution's answer says v1 is the newest
+        got = await trio_gather(c1.allreduce("cached", rnd, np.ones(4), partial=True),
+                                c4.allreduce("cached", rnd, np.ones(4), partial=True))
+        assert [r.version for r in got] == [1, 1] and got[0].array.tolist() == [2.0] * 4
+    await c1.create_group("cached", ["w1", "w4", "extra@w5"], rendezvous=["a2"])  # v2: a third member
+    c5 = await net.connect("w5")
+    got = await trio_gather(c1.allreduce("cached", 3, np.ones(4), partial=True),
+                            c4.allreduce("cached", 3, np.ones(4), partial=True),
+                            c5.allreduce("cached", 3, np.ones(4), member="extra", partial=True))
+    assert [r.version for r in got] == [2, 2, 2]  # the cached v1 was seen to be old, and v2 read
+    assert got[0].contributors == ["extra", "w1", "w4"] and got[0].array.tolist() == [3.0] * 4
+
+
+async def trio_gather(*calls):  # type: ignore[no-untyped-def]
+    out: list = [None] * len(calls)
+
+    async def one(i: int, call) -> None:  # type: ignore[no-untyped-def]
+        out[i] = await call
+
+    async with trio.open_nursery() as nursery:
+        for i, call in enumerate(calls):
+            nursery.start_soon(one, i, call)
+    return out

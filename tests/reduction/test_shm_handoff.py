@@ -154,7 +154,7 @@ async def test_bad_descriptors_sizes_and_layouts_are_refused_with_a_counter(daem
                                           size=size, segments=spans)
         finally:
             os.close(fd)
-        assert result == {"added": 2}
+        assert result == {"added": 2, "version": 1}  # (the newest version of the group, for caching clients)
 
 
 async def test_a_duplicate_hand_over_never_counts_twice(daemon) -> None:
@@ -340,7 +340,7 @@ async def test_a_sparse_file_with_a_good_layout_is_mapped_without_populating_its
             blocks = os.fstat(fd).st_blocks
             result = await client.command("reduce", "contribute-shm", fds=[fd], timeout=10, group="g", member="a",
                                           round=5, size=size, segments=[[at, length] for at, _, length in layout])
-            assert result == {"added": len(layout)}
+            assert result == {"added": len(layout), "version": 1}
             assert os.fstat(fd).st_blocks == blocks  # mapped, not populated
         finally:
             os.close(fd)

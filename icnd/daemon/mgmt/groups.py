@@ -86,7 +86,14 @@ class GroupManager:
                 added += self.service.contribute(data, sign=sign)
             except ReductionError as exc:
                 raise CommandError(exc.code, str(exc)) from None
-        return {"added": added}
+        return {"added": added, **self._version(arg(args, "group", str, None))}
+
+    def _version(self, group: str | None) -> dict[str, int]:
+        """``{version}``: the newest version of `group` this node knows, for a
+        client that caches the descriptor (`icnd.reduction.consumer.DescriptorCache`);
+        nothing when no group was named or it is unknown here."""
+        latest = self.service.groups.latest(group) if group is not None else None
+        return {} if latest is None else {"version": latest[0].version}
 
 
     @takes_fd
@@ -131,7 +138,7 @@ class GroupManager:
                 contrib.counters["contrib_shm_refused"] += 1
                 raise CommandError(exc.code, str(exc)) from None
         contrib.counters["contrib_shm"] += 1
-        return {"added": added}
+        return {"added": added, **self._version(group)}
 
 
 def _tiles(spans: list[object], size: int) -> bool:
