@@ -55,7 +55,7 @@ from icnd.compute.rice import (
     call_proof,
 )
 from icnd.compute.named import NamedArg, decode_argument
-from icnd.compute.resolve import ByteBudget, await_result, fetch_ref
+from icnd.compute.resolve import ByteBudget, await_stored, fetch_ref
 from icnd.compute.values import decode_value, encode_value
 from icnd.endpoint import Endpoint
 from icnd.errors import CommandError, DecodeError, Error, Nacked, Timeout, VerificationError, error_data
@@ -820,7 +820,9 @@ class FunctionHost:
         try:
             if any(isinstance(a, NamedArg) for a in args):
                 args, digests = await self._resolve(args, held)
-                memo_key = (memo_key[0], hashlib.sha256(b"".join(digests)).digest())
+                # the call's own key (its encoded arguments, the refs' names among them) and the exact
+                # bytes every name brought: a name that comes to mean other bytes never hits the memo
+                memo_key = (memo_key[0], hashlib.sha256(memo_key[1] + b"".join(digests)).digest())
                 memo = self._memo_get(memo_key) if fn.info.pure else None
                 if memo is not None:
                     self._job_done(fn, job, memo_key, memo, None)
@@ -866,9 +868,9 @@ class FunctionHost:
     async def _resolve(self, args: list[Any], held: list[int]) -> tuple[list[Any], list[bytes]]:
         """The call's arguments with each named one fetched by this host
         (`icnd.compute.resolve`: verified under its validator, bounded by
-        `HostLimits.max_ref_bytes` and `ref_timeout`), and each argument's
-        digest: a named argument's implicit digest (its exact bytes, never its
-        name), a plain one's encoding's.  `_RefUnavailable` names the one
+        `HostLimits.max_ref_bytes` and `ref_timeout`; a future's result once
+        its host has stored it), and the implicit digest of each named one
+        (its exact bytes, never its name).  `_RefUnavailable` names the one
         that could not be fetched.  Each fetch first takes its size from the
         host's `ByteBudget` (appended to `held`, given back by the caller
         when the job ends)."""
@@ -884,18 +886,14 @@ class FunctionHost:
         for index, arg in enumerate(args):
             if not isinstance(arg, NamedArg):
                 values.append(arg)
-                digests.append(b"v" + hashlib.sha256(encode_value(arg)).digest())
                 continue
             what = f"argument {index} ({'Future' if arg.kind == 'future' else 'Ref'} {arg.name})"
             try:
                 with trio.fail_at(deadline):
                     if arg.kind == "future":
-                        value = await await_result(self.ep, arg.name, deadline, reserve=reserve)
-                        digest = b"f" + hashlib.sha256(encode_value(value)).digest()
-                    else:
-                        value, implicit = await fetch_ref(self.ep, arg.name, max_bytes=limits.max_ref_bytes,
-                                                          deadline=deadline, reserve=reserve)
-                        digest = b"r" + implicit
+                        await await_stored(self.ep, arg.name, deadline)
+                    value, digest = await fetch_ref(self.ep, arg.name, max_bytes=limits.max_ref_bytes,
+                                                    deadline=deadline, reserve=reserve)
             except trio.TooSlowError:
                 raise _RefUnavailable(f"{what}: not fetched within the host's {limits.ref_timeout:g}s") from None
             except VerificationError as exc:

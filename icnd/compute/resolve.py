@@ -1,10 +1,11 @@
 """Fetching by name what calls refer to: named results (thunks, futures) and named arguments.
 
 - `await_result`: a call's result stored under a name (a thunk's, a
-  `Future`'s): polled while the host says it is running (`MAX_POLL_WAIT`
-  at most between polls), then fetched as an object and decoded; the
-  caller's `Client.call`, `Client.result` and a host resolving a future
-  argument all wait the same way.  A result no longer kept (its host's
+  `Future`'s): polled while the host says it is running (`await_stored`;
+  `MAX_POLL_WAIT` at most between polls), then fetched as an object and
+  decoded; the caller's `Client.call`, `Client.result` and a host resolving
+  a future argument (`await_stored`, then `fetch_ref` like any named
+  argument) all wait the same way.  A result no longer kept (its host's
   retention ended, or a name no host knows) is `NotFound`.
 - `fetch_ref`: an `icnd.Ref`'s content -- a Data or a segmented object,
   verified through the endpoint's validator, bounded in bytes -- with its
@@ -70,13 +71,20 @@ Reserve = Callable[[int], Awaitable[None]]
 
 
 async def await_result(ep: Endpoint, name: Name, deadline: float, *, answer: Data | None = None,
-                       what: Name | None = None, reserve: Reserve | None = None) -> Any:
+                       what: Name | None = None) -> Any:
     """The decoded result stored under `name` (a thunk's name), polling until
     `deadline` (trio time; `trio.TooSlowError` past it).  `answer`: the
     verified THUNK that named it, if the caller has one (its ETA is waited
-    first).  Errors name `what` (default `name`).  `reserve(size)`, if
-    given, is awaited with the result's size before its segments are
-    fetched (a host's `ByteBudget`)."""
+    first).  Errors name `what` (default `name`)."""
+    await await_stored(ep, name, deadline, answer=answer, what=what)
+    return decode_value(await fetch_object(ep, name, timeout=max(deadline - trio.current_time(), 0.05)))
+
+
+async def await_stored(ep: Endpoint, name: Name, deadline: float, *, answer: Data | None = None,
+                       what: Name | None = None) -> None:
+    """Poll the result named `name` until it is stored as an object (then
+    fetch it as any object: `await_result`, or a host's `fetch_ref`); the
+    call's error as its exception, `NotFound` for a result no longer kept."""
     data = answer
     while True:
         if data is not None:
@@ -94,17 +102,10 @@ async def await_result(ep: Endpoint, name: Name, deadline: float, *, answer: Dat
                         lifetime_ms=int(1000 * min(POLL_LIFETIME, remaining)))
         found = await express_routed(ep, poll, timeout=min(POLL_LIFETIME, remaining), routes_until=deadline,
                                      what=name)
-        if found.content_type in (ContentType.THUNK, ContentType.ERROR):  # (checked before it is believed)
-            await ep.verify(found)
-            data = found
-            continue
-        remaining = max(deadline - trio.current_time(), 0.05)
-        if reserve is None:
-            return decode_value(await fetch_object(ep, name, timeout=remaining))
-        manifest = await fetch_manifest(ep, name, timeout=min(DEFAULT_TIMEOUT, remaining), verify=True,
-                                        routes_until=deadline)
-        await reserve(manifest.size)
-        return decode_value(await fetch_segments(ep, manifest))
+        if found.content_type not in (ContentType.THUNK, ContentType.ERROR):
+            return
+        await ep.verify(found)  # (checked before it is believed)
+        data = found
 
 
 def thunk_fields(data: Data) -> tuple[Name, int]:
