@@ -303,17 +303,7 @@ class Intracomm(metaclass=Strict):
         if self.rank != root:
             s = message(sendbuf, where=f"{what} sendbuf")
             return self._go("gather", (s.array, root), nonblocking=nonblocking)
-        r = message(recvbuf, where=f"{what} recvbuf", writable=True, blocks=self.size)
-        if sendbuf is IN_PLACE:
-            x = r.block(root)
-        else:
-            s = message(sendbuf, where=f"{what} sendbuf")
-            _bytes_match(s, r, what)
-            x = s.array
-
-        def finish(values: list[Any]) -> None:
-            for j, value in enumerate(values):
-                _store(r.block(j), value, f"{what}: rank {j}")
+        x, finish = self._into_blocks(sendbuf, recvbuf, root, what)
         return self._go("gather", (x, root), finish, nonblocking=nonblocking)
 
     def _scatter_buffer(self, sendbuf: Any, recvbuf: Any, root: Any, nonblocking: bool) -> Any:
@@ -334,9 +324,16 @@ class Intracomm(metaclass=Strict):
 
     def _allgather_buffer(self, sendbuf: Any, recvbuf: Any, nonblocking: bool) -> Any:
         what = "Iallgather" if nonblocking else "Allgather"
+        x, finish = self._into_blocks(sendbuf, recvbuf, self.rank, what)
+        return self._go("allgather", (x,), finish, nonblocking=nonblocking)
+
+    def _into_blocks(self, sendbuf: Any, recvbuf: Any, own: int, what: str) -> tuple[Any, Callable[[list[Any]], None]]:
+        """For a gather into `recvbuf`'s blocks (one per rank): what this rank
+        sends (`sendbuf`, or with IN_PLACE its own block `own` of `recvbuf`),
+        and the callback storing every rank's value in its block."""
         r = message(recvbuf, where=f"{what} recvbuf", writable=True, blocks=self.size)
         if sendbuf is IN_PLACE:
-            x = r.block(self.rank)
+            x = r.block(own)
         else:
             s = message(sendbuf, where=f"{what} sendbuf")
             _bytes_match(s, r, what)
@@ -345,7 +342,7 @@ class Intracomm(metaclass=Strict):
         def finish(values: list[Any]) -> None:
             for j, value in enumerate(values):
                 _store(r.block(j), value, f"{what}: rank {j}")
-        return self._go("allgather", (x,), finish, nonblocking=nonblocking)
+        return x, finish
 
     def _alltoall_buffer(self, sendbuf: Any, recvbuf: Any, nonblocking: bool) -> Any:
         what = "Ialltoall" if nonblocking else "Alltoall"
