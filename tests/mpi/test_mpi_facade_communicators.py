@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,18 +16,7 @@ import icnd
 import icnd.aio
 import icnd.sync
 from icnd.sync import SyncCommunicator, SyncRequest
-from icnd.testing.processes import Daemon, short_tempdir
-
-
-@pytest.fixture(scope="module")
-def node() -> Iterator[Daemon]:
-    with short_tempdir() as tmp:
-        daemon = Daemon(tmp, "--name", "/node/s", "--listen", "udp://127.0.0.1:0", name="s")
-        try:
-            daemon.wait_ready()
-            yield daemon
-        finally:
-            daemon.stop()
+from icnd.testing.processes import Daemon
 
 
 def fresh_group(socket: str, size: int) -> str:

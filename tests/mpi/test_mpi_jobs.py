@@ -19,7 +19,6 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -80,17 +79,6 @@ def assert_all_ok(results: list[tuple[int, str, str]], size: int) -> None:
     for rank, (code, out, err) in enumerate(results):
         assert code == 0, f"rank {rank} exited with {code}:\n{out}\n{err}"
         assert out.strip().startswith(f"rank {rank} of {size}: ok"), out
-
-
-@pytest.fixture(scope="module")
-def node() -> Iterator[Daemon]:
-    with short_tempdir() as tmp:
-        daemon = Daemon(tmp, "--name", "/node/s", "--listen", "udp://127.0.0.1:0", name="s")
-        try:
-            daemon.wait_ready()
-            yield daemon
-        finally:
-            daemon.stop()
 
 
 def test_every_method_against_numpy_on_one_node(node: Daemon) -> None:
