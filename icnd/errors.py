@@ -98,7 +98,8 @@ class CommandError(RemoteError):
     member contribution).
 
     `status` is HTTP-like: 400 malformed, 403 forbidden, 404 unknown, 409
-    conflict, 410 gone, 500 internal, 507 out of room; `code` is the same
+    conflict, 410 gone, 412 stale (a pushed reduction request named an old
+    group version), 500 internal, 507 out of room; `code` is the same
     number as text (as for every `RemoteError`), `message` the reason
     alone."""
 

@@ -305,6 +305,7 @@ class Node:
         producers = self.producers
         self.published.register(producers)
         self.reduction.register(producers)
+        self.aggregator.push = self.reduction.take_pushed  # contributions pushed with local requests
         producers.add_store(self.certs.lookup)
         add_node_producers(producers, self.cert, self.key, self.status)
         if self.routing is not None:

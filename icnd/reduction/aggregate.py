@@ -93,14 +93,16 @@ from typing import TYPE_CHECKING, Any, Callable
 import msgpack
 import numpy as np
 
+from icnd.codec import decode
 from icnd.core.fw.forwarder import clamp_lifetime
 from icnd.core.hooks import HOOK_FACE
-from icnd.errors import error_data
+from icnd.errors import DecodeError, error_data
 from icnd.name import Name, generic
 from icnd.packet import ContentType, Data, Interest, Nack, NackReason, Packet, SigType, new_nonce
 from icnd.ratelog import RateLimitedLog
-from icnd.reduction.group import (NODE, ReduceRequest, aggregate_prefix, contrib_name, incomplete_detail,
-                                  parse_incomplete, request_params)
+from icnd.reduction.contrib import ReductionError
+from icnd.reduction.group import (NODE, GroupDescriptor, ReduceRequest, aggregate_prefix, canonical, contrib_name,
+                                  incomplete_detail, parse_incomplete, request_params, wrap_pushed)
 from icnd.reduction.segment import SegmentError, SegmentMeta, combine, nonfinite, pack, unpack
 from icnd.rtt import RttEstimator
 from icnd.security import DigestKey
@@ -127,7 +129,9 @@ AGG_COUNTERS = (
     "agg_congestion", "agg_malformed", "agg_rejected", "agg_duplicates", "agg_late", "agg_paced",
     "agg_internal_errors", "agg_round_share", "agg_round_reserve",
     "agg_held", "agg_reconnect_resends", "agg_stall_resends", "agg_retx_suppressed",
+    "agg_pushed", "agg_push_duplicates", "agg_push_refused",
 )
+MAX_PUSH_WAITERS = 4096  # pushed requests waiting for their aggregate at once (`Aggregator.push`)
 REFUSAL_LOG_INTERVAL = 10.0  # seconds between log lines for one kind of refusal
 NO_ANSWER = "no answer by the deadline"
 
@@ -142,6 +146,25 @@ ReliableState = Callable[[int], tuple[int, bool] | None]
 
 def _unreliable(face: int) -> tuple[int, bool] | None:
     return None
+
+
+@dataclass(slots=True, eq=False)
+class _Push:
+    """A pushed request (`route`), for `process` to take."""
+
+    entry: "PitEntry"
+    req: ReduceRequest
+    interest: Interest
+
+
+@dataclass(slots=True, eq=False)
+class Pushed:
+    """The pushed requests of this node's local applications that wait for
+    one aggregate, asked for once as the plain request `plain`."""
+
+    plain: Interest
+    expiry: float = 0.0
+    waiters: dict[tuple[bytes, ...], tuple[Name, int]] = field(default_factory=dict)  # PIT key -> (name, nonce)
 
 
 @dataclass(slots=True, eq=False)
@@ -218,6 +241,11 @@ class Aggregator:
         # `reliable_state`: until then every next hop is retransmitted over as a datagram face
         self.reliable_state: ReliableState = _unreliable
         self.signer: Callable[[Data], Data] = _digest.sign  # signs complete aggregates made here
+        # stores a contribution a local application pushed with its request (the node sets it to
+        # `icnd.reduction.service.ReductionService.take_pushed`; None: pushed requests are refused)
+        self.push: Callable[[Data, GroupDescriptor, int, int], bool] | None = None
+        self._pushed: dict[tuple[bytes, ...], Pushed] = {}  # plain request's PIT key -> its pushed requests
+        self._push_waiters = 0
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.max_rounds = max_rounds
@@ -231,7 +259,8 @@ class Aggregator:
         self.entries: dict[tuple[bytes, ...], AstEntry] = {}
         self.children: dict[tuple[bytes, ...], Child] = {}
         # requests to aggregate here (from `route`), and what the pipelines sent to the hook face
-        self.inbox: collections.deque[tuple[PitEntry, ReduceRequest, Interest, int] | Packet] = collections.deque()
+        self.inbox: collections.deque[tuple[PitEntry, ReduceRequest, Interest, int] | _Push | Packet] = (
+            collections.deque())
         self.bytes_used = 0
         self.counters = dict.fromkeys(AGG_COUNTERS, 0)
         self._requests: collections.OrderedDict[bytes, ReduceRequest] = collections.OrderedDict()
@@ -255,7 +284,7 @@ class Aggregator:
         self.inbox.append(packet)
 
     def pending(self) -> bool:
-        return bool(self.entries or self.children or self.inbox)
+        return bool(self.entries or self.children or self.inbox or self._pushed)
 
     # --- routing (in place of a strategy) ------------------------------------------------
     def route(self, entry: PitEntry, in_face: int, interest: Interest, now: float) -> None:
@@ -267,7 +296,19 @@ class Aggregator:
             c["agg_malformed"] += 1
             fw.reject(entry, NackReason.MALFORMED, now, str(exc))
             return
-        if in_face == self.face:  # one of our child sub-requests: to the hop chosen for it
+        if req.push is not None:  # a local application's contribution rides with its request
+            info = fw.faces.get(in_face)
+            if info is None or not info.local or in_face == self.face or self.push is None:
+                c["agg_push_refused"] += 1
+                fw.reject(entry, NackReason.PROHIBITED, now, "a contribution rides with a request only from a "
+                                                               "local application to its member's own node")
+                return
+            fw.record_out(entry, self.face, interest, now)
+            self.inbox.append(_Push(entry, req, interest))
+            return
+        if in_face == self.face and not (req.subset is None and entry.comps in self._pushed):
+            # one of our child sub-requests: to the hop chosen for it (the plain request of pushed
+            # ones is routed as any request for the aggregate)
             child = self.children.get(entry.comps)
             hop = child.face if child is not None else None
             if hop is None or hop not in fw.faces:
@@ -343,6 +384,8 @@ class Aggregator:
             if comps[1:5] == _request_comps(req):
                 return req
         req = ReduceRequest.parse(interest)
+        if req.push is not None:  # unique to its contribution, and large: not kept
+            return req
         self._requests[digest] = req
         if len(self._requests) > REQUEST_CACHE:
             self._requests.popitem(last=False)
@@ -383,6 +426,10 @@ class Aggregator:
             try:
                 if isinstance(item, tuple):
                     self._start(item[0], item[1], item[2], item[3], now)
+                elif isinstance(item, _Push):
+                    self._take_push(item, now)
+                elif item.name.comps in self._pushed:  # the answer to pushed requests' plain request
+                    self._answer_pushed(item.name.comps, item, now)
                 elif isinstance(item, Data):
                     self._on_child_data(item, now)
                 elif isinstance(item, Nack):
@@ -391,6 +438,83 @@ class Aggregator:
                 self.counters["agg_internal_errors"] += 1
                 log.exception("aggregator: failed on %r", item)
         return True
+
+    # --- pushed requests (docs/reduction.md#pushed-contributions) ------------------------------
+    def _take_push(self, item: _Push, now: float) -> None:
+        """Store the contribution a local application pushed with its request,
+        then ask for the aggregate with the plain request (one per aggregate,
+        however many local members push; again when the same pushed request
+        comes again: a retransmission).  The contribution is stored by the
+        node (`push`), where ``reduce/contribute`` stores it: one copy per
+        member and segment, so a request sent twice, or a contribution given
+        both ways, is counted once.  A refusal answers the request with the
+        error (as the command would)."""
+        fw, c = self.fw, self.counters
+        entry, req, interest = item.entry, item.req, item.interest
+        assert self.push is not None and req.push is not None  # (route)
+        try:
+            try:
+                data = decode(req.push)
+            except DecodeError as exc:
+                raise ReductionError(400, f"malformed pushed contribution: {exc}") from None
+            if not isinstance(data, Data):
+                raise ReductionError(400, "a pushed contribution is a Data packet")
+            added = self.push(data, req.desc, req.round, req.seg)
+        except ReductionError as exc:
+            c["agg_push_refused"] += 1
+            fw.on_incoming_data(self.face, _digest.sign(error_data(interest.name, str(exc.code), str(exc))), now)
+            return
+        c["agg_pushed" if added else "agg_push_duplicates"] += 1
+        plain = canonical(req, interest.name, interest.lifetime_ms)
+        key = plain.name.comps
+        pushed = self._pushed.get(key)
+        ask = pushed is None or entry.comps in pushed.waiters  # new, or the same request again
+        if pushed is None:
+            self._purge_pushed(now)
+            if self._push_waiters >= MAX_PUSH_WAITERS:
+                c["agg_congestion"] += 1
+                fw.on_incoming_nack(self.face, Nack(interest.name, interest.nonce, NackReason.CONGESTION,
+                                                    f"{MAX_PUSH_WAITERS} pushed requests wait already"), now)
+                return
+            pushed = self._pushed[key] = Pushed(plain)
+        elif ask:
+            plain = Interest(plain.name, lifetime_ms=plain.lifetime_ms, app_params=plain.app_params)
+        if entry.comps not in pushed.waiters:
+            self._push_waiters += 1
+        pushed.waiters[entry.comps] = (interest.name, interest.nonce)
+        pushed.expiry = max(pushed.expiry, now + _lifetime(interest))
+        if ask:
+            fw.on_incoming_interest(self.face, plain, now)
+
+    def _answer_pushed(self, key: tuple[bytes, ...], answer: Packet, now: float) -> None:
+        """The plain request `key` was answered: each of its pushed requests gets
+        the answer, a Data wrapped whole (`wrap_pushed`: the aggregate keeps
+        its own signature) or the Nack under the pushed request's name."""
+        pushed = self._pushed.pop(key, None)
+        if pushed is None:
+            return
+        self._push_waiters -= len(pushed.waiters)
+        for name, nonce in pushed.waiters.values():
+            if isinstance(answer, Data):
+                self.fw.on_incoming_data(self.face, wrap_pushed(name, answer), now)
+            elif isinstance(answer, Nack):
+                self.fw.on_incoming_nack(self.face, Nack(name, nonce, answer.reason, answer.detail), now)
+
+    def _purge_pushed(self, now: float) -> None:
+        """Forget pushed requests whose lifetimes ended unanswered (their PIT entries are gone)."""
+        for key in [k for k, p in self._pushed.items() if p.expiry <= now]:
+            self._push_waiters -= len(self._pushed.pop(key).waiters)
+
+    def _answer(self, e: AstEntry, answer: Data | Nack, now: float) -> None:
+        """`e`'s answer into the pipelines (and to the pushed requests of this
+        node's applications it stands for: the pipelines send nothing back to
+        the hook face it came from)."""
+        if isinstance(answer, Data):
+            self.fw.on_incoming_data(self.face, answer, now)
+        else:
+            self.fw.on_incoming_nack(self.face, answer, now)
+        if e.key in self._pushed:
+            self._answer_pushed(e.key, answer, now)
 
     def _start(self, pit_entry: PitEntry, req: ReduceRequest, interest: Interest, in_face: int,
                now: float) -> None:
@@ -410,8 +534,10 @@ class Aggregator:
         problem = self._admit(req, origin, now)
         if problem:
             self.counters["agg_congestion"] += 1
-            fw.on_incoming_nack(self.face, Nack(interest.name, interest.nonce, NackReason.CONGESTION,
-                                                      problem), now)
+            nack = Nack(interest.name, interest.nonce, NackReason.CONGESTION, problem)
+            fw.on_incoming_nack(self.face, nack, now)
+            if key in self._pushed:
+                self._answer_pushed(key, nack, now)
             return
         self.counters["agg_entries"] += 1
         if req.subset is None:
@@ -821,7 +947,7 @@ class Aggregator:
         desc = req.desc
         fw = self.fw
         if e.congested:
-            fw.on_incoming_nack(self.face, Nack(e.name, e.nonce, NackReason.CONGESTION, e.congested), now)
+            self._answer(e, Nack(e.name, e.nonce, NackReason.CONGESTION, e.congested), now)
             return
         extra: dict[str, Any] = {}  # a mismatch's layouts, for the parent to merge
         if e.error is None and len(e.layouts) > 1:
@@ -829,8 +955,7 @@ class Aggregator:
             extra["layouts"] = [[d, list(shape), members] for (d, shape), members in e.layouts.items()]
         if e.error is not None:
             self.counters["agg_errors"] += 1
-            error = _digest.sign(error_data(e.name, e.error[0], e.error[1], **extra))
-            fw.on_incoming_data(self.face, error, now)
+            self._answer(e, _digest.sign(error_data(e.name, e.error[0], e.error[1], **extra)), now)
             return
         missing = set(req.members()) - e.contributors
         if missing and not (req.partial and e.contributors):
@@ -838,7 +963,7 @@ class Aggregator:
             why = "; ".join(dict.fromkeys(e.problems)) if e.problems else NO_ANSWER
             blamed = (missing - e.not_blamed) or missing  # members below that did contribute are not named
             detail = incomplete_detail(desc.group, req.round, req.seg, desc.member_ids(sorted(blamed)), why)
-            fw.on_incoming_nack(self.face, Nack(e.name, e.nonce, NackReason.NOT_YET, detail[:1000]), now)
+            self._answer(e, Nack(e.name, e.nonce, NackReason.NOT_YET, detail[:1000]), now)
             return
         assert e.acc is not None and e.layout is not None
         partial = bool(missing)
@@ -856,7 +981,7 @@ class Aggregator:
             # a subtree's sum for the parent aggregator: not signed end to end, never cached
             # (one hash per byte at the rendezvous, none per hop; docs/reduction.md)
             data = Data(e.name, content, ctype, freshness_ms=0, sig_type=SigType.PER_HOP)
-        fw.on_incoming_data(self.face, data, now)
+        self._answer(e, data, now)
 
     # --- RTT per next hop (RFC 6298, `icnd.rtt`) ----------------------------------------------------
     def _sample(self, face: int | None, rtt: float) -> None:

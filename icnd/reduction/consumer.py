@@ -29,7 +29,7 @@ import trio
 
 from icnd.codec import decode, encode
 from icnd.endpoint import Endpoint
-from icnd.errors import Error, Nacked, Timeout, raise_for_error
+from icnd.errors import CommandError, Error, Nacked, Timeout, raise_for_error
 from icnd.excgroups import run_bounded
 from icnd.faces import shm
 from icnd.name import Name
@@ -37,7 +37,7 @@ from icnd.objects.fetch import RouteWait, verified
 from icnd.packet import Data, Interest, NackReason
 from icnd.security import DigestKey
 from icnd.reduction.group import (COMMAND_SEG_BYTES, CONSUMER_OPS, GroupDescriptor, Member, aggregate_prefix, contribution_data,
-                                  missing_members, reduce_interest, remote_contribute_name)
+                                  missing_members, reduce_interest, remote_contribute_name, unwrap_pushed)
 from icnd.reduction.segment import SegmentError, SegmentMeta, check_dtype, pack, plan, segment_head, unpack
 
 RETX = 0.5  # seconds between re-sent aggregate requests
@@ -49,6 +49,7 @@ WINDOW_BYTES = 8 * 1024 * 1024  # segments outstanding, in bytes: half a stream 
 CONTRIBUTE_WINDOW = 4
 MAX_CACHED_GROUPS = 64  # group descriptors a client keeps (DescriptorCache)
 SHM_MIN = 64 * 1024  # a contribution this large goes to the client's own node in shared memory
+STALE = 412  # a pushed request's descriptor is older than its node's newest version of the group
 _digest = DigestKey()
 
 
@@ -186,6 +187,22 @@ async def allreduce(ep: Endpoint, group: str, rnd: int, array: Any, op: str, mem
     try:
         if described is None:
             described = await group_descriptor(ep, group)
+        push = await _pushable(ep, described[0], group, rnd, array, member)
+        if push is not None:  # one request: the contribution rides with it (issue #30)
+            try:
+                result = await reduce(ep, group, rnd, op, timeout=max(0.1, deadline - trio.current_time()),
+                                      partial=partial, described=described, out=out, push=push)
+            except CommandError as exc:
+                if exc.status != STALE:
+                    raise
+                described = await group_descriptor(ep, group)  # a newer version: read it, push again
+                push = await _pushable(ep, described[0], group, rnd, array, member)
+                assert push is not None  # (the same member and array: only the version changed)
+                result = await reduce(ep, group, rnd, op, timeout=max(0.1, deadline - trio.current_time()),
+                                      partial=partial, described=described, out=out, push=push)
+            if cache is not None:
+                cache.put(group, described)
+            return result if partial else result.array
         info = await contribute(ep, group, rnd, array, member, timeout, described=described)
         if info.get("version", described[0].version) != described[0].version:  # a newer version: read it
             described = await group_descriptor(ep, group)
@@ -212,14 +229,7 @@ async def contribute(ep: Endpoint, group: str, rnd: int, array: Any, member: str
     me = await node_id(ep)
     member = member or me
     m = member_of(desc, member)
-    arr = np.asarray(array)
-    dt = check_dtype(arr.dtype)
-    arr = np.ascontiguousarray(arr, dtype=dt)  # byte order only, never a change of kind
-    if arr.size == 0:
-        raise ValueError("an empty array cannot be contributed")
-    if arr.nbytes > desc.max_bytes:
-        raise ValueError(f"{arr.nbytes} bytes exceeds group {group}'s limit of {desc.max_bytes} per contribution")
-    seg_elems, nseg, _ = plan(dt, arr.shape, desc.seg_bytes)
+    arr, dt, seg_elems, nseg = _prepared(desc, array)
     flat = arr.reshape(-1)
     if sign and m.node != me:
         raise ValueError(f"member {member} lives on node {m.node}: only its own node ({m.node}) can sign its "
@@ -265,6 +275,38 @@ async def contribute(ep: Endpoint, group: str, rnd: int, array: Any, member: str
             "dtype": dt.str, "shape": list(arr.shape), **({"version": max(versions)} if versions else {})}
 
 
+def _prepared(desc: GroupDescriptor, array: Any) -> tuple[np.ndarray, np.dtype, int, int]:
+    """(`array` as contributed: C-contiguous in native byte order, its dtype,
+    elements per segment, segments); ValueError if the group cannot take it."""
+    arr = np.asarray(array)
+    dt = check_dtype(arr.dtype)
+    arr = np.ascontiguousarray(arr, dtype=dt)  # byte order only, never a change of kind
+    if arr.size == 0:
+        raise ValueError("an empty array cannot be contributed")
+    if arr.nbytes > desc.max_bytes:
+        raise ValueError(f"{arr.nbytes} bytes exceeds group {desc.group}'s limit of {desc.max_bytes} per "
+                         "contribution")
+    seg_elems, nseg, _ = plan(dt, arr.shape, desc.seg_bytes)
+    return arr, dt, seg_elems, nseg
+
+
+async def _pushable(ep: Endpoint, desc: GroupDescriptor, group: str, rnd: int, array: Any,
+                    member: str | None) -> bytes | None:
+    """The contribution (encoded Data) to push with the request for the
+    aggregate, or None where it goes the other way: a member of this
+    client's own node and an array of one segment that shared memory would
+    not carry better (docs/reduction.md#pushed-contributions)."""
+    me = await node_id(ep)
+    member = member or me
+    if member_of(desc, member).node != me:
+        return None
+    arr, dt, _, nseg = _prepared(desc, array)
+    if nseg != 1 or arr.nbytes > COMMAND_SEG_BYTES or (arr.nbytes >= SHM_MIN and ep.passes_fds()):
+        return None
+    content = pack(SegmentMeta(dt.str, arr.shape, 1, 0), arr.reshape(-1))
+    return encode(_digest.sign(contribution_data(me, member, group, rnd, 0, content)))
+
+
 async def _contribute_shm(ep: Endpoint, group: str, rnd: int, member: str, dt: np.dtype, shape: tuple[int, ...],
                           flat: np.ndarray, seg_elems: int, nseg: int, timeout: float,
                           sign: bool = False) -> dict[str, Any]:
@@ -308,13 +350,17 @@ async def _contribute_remote(ep: Endpoint, node: str, member: str, data: Data, t
 
 async def reduce(ep: Endpoint, group: str, rnd: int, op: str, *, timeout: float, partial: bool,
                  version: int | None = None, window: int = WINDOW,
-                 described: tuple[GroupDescriptor, bytes] | None = None, out: np.ndarray | None = None) -> Reduced:
+                 described: tuple[GroupDescriptor, bytes] | None = None, out: np.ndarray | None = None,
+                 push: bytes | None = None) -> Reduced:
+    """`push`: a contribution to segment 0 (of one) to push with its request
+    (`_pushable`); its node refusing it raises CommandError as
+    ``reduce/contribute`` would."""
     if op not in CONSUMER_OPS:
         raise ValueError(f"unknown op {op!r}; known: {', '.join(CONSUMER_OPS)}")
     deadline = trio.current_time() + timeout
     desc, wire = described or await group_descriptor(ep, group, version)
     net_op = "sum" if op == "mean" else op
-    fetch = _Fetcher(ep, desc, wire, net_op, rnd, partial, deadline)
+    fetch = _Fetcher(ep, desc, wire, net_op, rnd, partial, deadline, push)
     if partial:  # segment 0 waits for stragglers only so long, leaving time for the other segments
         try:
             first = await fetch.segment(0, deadline - PARTIAL_RESERVE * timeout)
@@ -383,8 +429,9 @@ async def reduce(ep: Endpoint, group: str, rnd: int, op: str, *, timeout: float,
 
 class _Fetcher:
     def __init__(self, ep: Endpoint, desc: GroupDescriptor, wire: bytes, op: str, rnd: int, partial: bool,
-                 deadline: float) -> None:
+                 deadline: float, push: bytes | None = None) -> None:
         self.ep, self.desc, self.wire, self.op, self.round = ep, desc, wire, op, rnd
+        self.push = push  # segment 0's contribution, pushed with its request
         self.partial, self.deadline = partial, deadline
         self.exclude: tuple[int, ...] = ()  # members known missing (partial only)
         self.unreachable: set[str] = set()  # rendezvous nodes the network had no route toward
@@ -419,8 +466,12 @@ class _Fetcher:
             interest = reduce_interest(self.wire, desc.group, self.op, self.round, s, partial=self.partial,
                                        lifetime_ms=max(10, int(remaining * 1000)),
                                        exclude=self.exclude if self.partial else (), step=step)
+            push = self.push if s == 0 else None
+            asked = interest if push is None else reduce_interest(
+                self.wire, desc.group, self.op, self.round, s, partial=self.partial, lifetime_ms=interest.lifetime_ms,
+                exclude=self.exclude if self.partial else (), step=step, push=push)
             try:
-                data = await ep.express(interest, timeout=min(remaining, RETX), retx=None)
+                data = await ep.express(asked, timeout=min(remaining, RETX), retx=None)
             except Timeout:
                 continue
             except Nacked as exc:
@@ -433,6 +484,12 @@ class _Fetcher:
                     raise Timeout(detail, missing=missing_members(detail)) from None
                 raise
             wait.routed()
+            if push is not None:  # the node's answer wraps the aggregate's, unless it refused the contribution
+                raise_for_error(data)
+                try:
+                    data = unwrap_pushed(data, interest.name)
+                except ValueError as exc:
+                    raise Error(str(exc)) from None
             raise_for_error(data)
             # an aggregate that does not verify (e.g. cached from before its rendezvous restarted
             # with a new key) is evicted and asked for once more past the caches [issue #15, D14]

@@ -29,10 +29,10 @@ from typing import Any, Sequence
 
 import msgpack
 
-from icnd.codec import decode
+from icnd.codec import decode, encode
 from icnd.errors import DecodeError
 from icnd.name import T_GENERIC, T_PARAMS, T_SEGMENT, Name, decode_nonneg, generic, segment, version
-from icnd.packet import Data, Interest, SigType
+from icnd.packet import ContentType, Data, Interest, SigType
 
 REDUCE = generic("reduce")
 GROUP = generic("group")
@@ -228,7 +228,8 @@ def aggregate_prefix(group: str, op: str, rnd: int, seg: int) -> Name:
 
 
 def request_params(desc_wire: bytes, subset: Sequence[int] | None, partial: bool,
-                   exclude: Sequence[int] = (), *, step: int = 0, origin: int | None = None) -> bytes:
+                   exclude: Sequence[int] = (), *, step: int = 0, origin: int | None = None,
+                   push: bytes | None = None) -> bytes:
     params: dict[str, Any] = {"d": desc_wire, "m": list(subset) if subset is not None else None, "p": partial}
     # each only when set: the names of requests without them are unchanged
     if exclude:
@@ -237,21 +238,57 @@ def request_params(desc_wire: bytes, subset: Sequence[int] | None, partial: bool
         params["v"] = step
     if origin is not None:
         params["o"] = origin
+    if push is not None:  # last: the request without it is the same bytes up to here (`canonical`)
+        params["c"] = push
     return msgpack.packb(params)
 
 
 def reduce_interest(desc_wire: bytes, group: str, op: str, rnd: int, seg: int, *,
                     subset: Sequence[int] | None = None, partial: bool = False, lifetime_ms: int = 4000,
-                    exclude: Sequence[int] = (), step: int = 0) -> Interest:
+                    exclude: Sequence[int] = (), step: int = 0, push: bytes | None = None) -> Interest:
     """`exclude` (partial requests for the whole aggregate only): members the
     asker knows are missing (they were missing from an earlier segment of the
     round); they are not waited for and count as missing, so that a partial
     request does not wait its whole timeout on every segment.
     `step`: how many rendezvous of the segment's `rendezvous_order` to pass
-    over (they were unreachable)."""
+    over (they were unreachable).  `push`: a *pushed* request (issue #30):
+    the encoded contribution Data of a member living on the asker's own
+    node, for that node to store on the way (local applications only,
+    docs/reduction.md#pushed-contributions); its answer wraps the aggregate
+    (`unwrap_pushed`)."""
     return Interest.with_params(aggregate_prefix(group, op, rnd, seg),
-                                request_params(desc_wire, subset, partial, exclude, step=step),
+                                request_params(desc_wire, subset, partial, exclude, step=step, push=push),
                                 lifetime_ms=lifetime_ms)
+
+
+def canonical(req: "ReduceRequest", name: Name, lifetime_ms: int) -> Interest:
+    """The plain request for the aggregate a pushed request `req` (named
+    `name`) asks for: the same parameters without the contribution, so the
+    requests of every member meet in PITs under one name."""
+    return Interest.with_params(name.prefix(5), request_params(req.desc_wire, None, req.partial, req.exclude,
+                                                               step=req.step), lifetime_ms=lifetime_ms)
+
+
+def wrap_pushed(name: Name, answer: Data) -> Data:
+    """The answer to pushed request `name`: `answer` (the aggregate, an
+    error, as the network answered the plain request) encoded whole as the
+    content, so its own signature still verifies at the consumer."""
+    return Data(name, encode(answer), ContentType.BLOB, freshness_ms=0, sig_type=SigType.PER_HOP)
+
+
+def unwrap_pushed(outer: Data, plain: Name) -> Data:
+    """The Data a pushed request's answer `outer` wraps (`wrap_pushed`);
+    ValueError unless it is the answer to `plain`, the request without the
+    contribution."""
+    if outer.content_type != ContentType.BLOB:
+        raise ValueError(f"{outer.name}: the answer to a pushed request wraps the aggregate")
+    try:
+        inner = decode(bytes(outer.content))
+    except DecodeError as exc:
+        raise ValueError(f"{outer.name}: malformed wrapped answer: {exc}") from None
+    if not isinstance(inner, Data) or inner.name != plain:
+        raise ValueError(f"{outer.name}: the wrapped answer is not the aggregate asked for")
+    return inner
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +308,7 @@ class ReduceRequest:
     # icnd.reduction.aggregate): whose round it is, for the shares of rounds below it, so one requester
     # cannot use up the rounds of a face every requester's rounds come through
     origin: int | None = None
+    push: bytes | None = None  # a pushed contribution (encoded Data): whole-aggregate requests only
 
     def rendezvous(self) -> str:
         """The node this request's segment starts its split at."""
@@ -341,7 +379,11 @@ class ReduceRequest:
                 raise ValueError("a sub-request's origin must be an unsigned 64-bit integer")
             if subset is None:
                 raise ValueError("only sub-requests carry an origin")
-        return cls(desc, params["d"], op, int(rnd_text), seg, subset, partial, tuple(exclude or ()), step, origin)
+        push = params.get("c")
+        if push is not None and (type(push) is not bytes or subset is not None):
+            raise ValueError("a pushed contribution is an encoded Data, with a request for the whole aggregate")
+        return cls(desc, params["d"], op, int(rnd_text), seg, subset, partial, tuple(exclude or ()), step, origin,
+                   push)
 
 
 class DescriptorCache:

@@ -40,7 +40,7 @@ from icnd.packet import Data, Interest, Nack
 from icnd.producer import Producers
 from icnd.ratelog import RateLimitedLog
 from icnd.reduction.contrib import ContributionStore, GroupTable, ReductionError
-from icnd.reduction.group import CONTRIBUTE, GROUP, MEMBER, GroupDescriptor
+from icnd.reduction.group import CONTRIBUTE, GROUP, MEMBER, GroupDescriptor, parse_contrib_name
 from icnd.security import Ed25519Key
 from icnd.trust.validator import FetchCert, Validator
 
@@ -192,20 +192,49 @@ class ReductionService:
         return self.key.sign(error_data(interest.name, str(exc.code), f"{self.node_id}: {exc}"))
 
     # --- operations (local clients, through management) -------------------------------------
-    def contribute(self, data: Data, *, local: bool = True, sign: bool = False) -> bool:
+    def contribute(self, data: Data, *, local: bool = True, sign: bool = False, soon: bool = False) -> bool:
         """Store a member's contribution segment and answer anyone waiting for it.
         `local`: from this node's own clients (management), not handed over by
         another node.  `sign`: signed with the node's key first, so that a
         consumer of the contribution itself (a collective's bcast, gather, ...)
-        verifies it through its validator as it does an aggregate.
+        verifies it through its validator as it does an aggregate.  `soon`:
+        called from inside the forwarder (`take_pushed`): the answers to
+        Interests held for it go in from a task of their own, not from here.
 
         Raises `ReductionError` for a contribution the node refuses."""
         if sign:
             data = self.key.sign(data)
         added = self.contrib.add(data, local=local)
         if added and self.contrib.take_pending(data, self._clock()):
-            self._deliver(data)
+            if soon and self._spawn is not None:
+                self._spawn(self._deliver_soon, data)
+            else:
+                self._deliver(data)
         return added
+
+    async def _deliver_soon(self, data: Data) -> None:
+        self._deliver(data)
+
+    def take_pushed(self, data: Data, desc: GroupDescriptor, rnd: int, seg: int) -> bool:
+        """A contribution segment a local application pushed with its request
+        for the aggregate (``c`` in the request's parameters; issue #30,
+        docs/reduction.md#pushed-contributions): stored exactly as one handed
+        over by ``reduce/contribute`` (the same checks, the same local trust:
+        both come from this node's local faces), so a retransmitted request or
+        a contribution given both ways is held once and counted once.  It must
+        be the member's segment `seg` of round `rnd` of the group `desc`
+        describes, and `desc` the newest version this node knows (412
+        otherwise: the application's cached descriptor is stale; it reads the
+        group again).  True if it was new.  Raises `ReductionError`."""
+        parsed = parse_contrib_name(data.name.comps)
+        if parsed is None or parsed[1:] != (desc.group, rnd, seg):
+            raise ReductionError(400, f"{data.name}: a pushed contribution must be the member's segment {seg} of "
+                                      f"{desc.group} round {rnd}, the aggregate asked for")
+        latest = self.groups.latest(desc.group)
+        if latest is not None and latest[0].version > desc.version:
+            raise ReductionError(412, f"group {desc.group} is at version {latest[0].version}; the request names "
+                                      f"version {desc.version}: read the group again")
+        return self.contribute(data, soon=True)
 
     def create_group(self, desc: GroupDescriptor) -> Data:
         """Sign and keep a new version of a group made by a local client."""

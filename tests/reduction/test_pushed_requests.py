@@ -1,0 +1,155 @@
+"""Pushed requests (issue #30) at one forwarder, on explicit time.
+
+A member's node ``w1`` with a local application (face 2), a link toward the
+rendezvous ``r`` (face 3) and a non-local face (face 1).  The application
+asks for the aggregate with its contribution in the request; the node
+stores it (the aggregator's `push`, here a recorder standing in for the
+node's contribution store, which holds one copy per member and segment),
+asks for the aggregate once with the plain request, and answers the pushed
+request with the aggregate wrapped whole.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from icnd.codec import encode
+from icnd.core.fw.forwarder import Forwarder
+from icnd.name import Name
+from icnd.packet import ContentType, Data, Interest, Nack, NackReason
+from icnd.reduction.aggregate import Aggregator
+from icnd.reduction.contrib import ReductionError
+from icnd.reduction.group import (REDUCE, GroupDescriptor, contribution_data, reduce_interest, unwrap_pushed)
+from icnd.reduction.segment import SegmentMeta, pack
+from icnd.security import DigestKey
+
+REMOTE, APP, UPSTREAM = 1, 2, 3
+_digest = DigestKey()
+
+
+class Node:
+    def __init__(self) -> None:
+        self.desc = GroupDescriptor.create("g", ["w1", "w2"], rendezvous=["r"], seg_bytes=1024)
+        self.wire = encode(_digest.sign(self.desc.to_data()))
+        self.agg = Aggregator(node_name="w1")
+        self.fw = Forwarder(hooks={REDUCE: self.agg})
+        self.fw.add_face(REMOTE)
+        self.fw.add_face(APP, local=True)
+        self.fw.add_face(UPSTREAM)
+        self.fw.add_route(Name("/node/r"), UPSTREAM, 1)
+        self.stored: dict[Name, bytes] = {}  # what the node's store holds: one copy per name
+        self.calls = 0
+        self.agg.push = self.take
+
+    def take(self, data: Data, desc: GroupDescriptor, rnd: int, seg: int) -> bool:
+        """As `ReductionService.take_pushed` does, with the store's rule: the same
+        contribution again is no change, a different one is refused."""
+        self.calls += 1
+        old = self.stored.get(data.name)
+        if old is not None:
+            if old != bytes(data.content):
+                raise ReductionError(409, "contributions are immutable")
+            return False
+        self.stored[data.name] = bytes(data.content)
+        return True
+
+    def pushed(self, value: float, rnd: int = 1) -> tuple[Interest, Interest]:
+        """(the pushed request for w1's contribution `value`, the plain request it stands for)."""
+        content = pack(SegmentMeta("<f8", (4,), 1, 0), np.full(4, value))
+        push = encode(_digest.sign(contribution_data("w1", "w1", "g", rnd, 0, content)))
+        return (reduce_interest(self.wire, "g", "sum", rnd, 0, lifetime_ms=4000, push=push),
+                reduce_interest(self.wire, "g", "sum", rnd, 0, lifetime_ms=4000))
+
+    def send(self, face: int, packet: Interest | Data | Nack, now: float) -> list:
+        return self.fw.on_packet(face, packet, now)
+
+
+def test_the_contribution_is_stored_and_the_aggregate_asked_for_once_by_its_plain_name() -> None:
+    node = Node()
+    pushed, plain = node.pushed(1.0)
+    out = node.send(APP, pushed, 0.0)
+    up = [s for s in out if s.face == UPSTREAM]
+    assert len(up) == 1 and up[0].packet.name == plain.name and up[0].packet.app_params == plain.app_params
+    assert node.calls == 1 and node.agg.counters["agg_pushed"] == 1
+    # the aggregate comes back under the plain name: the application gets it wrapped, signature and all
+    aggregate = _digest.sign(Data(plain.name, b"the aggregate", ContentType.AGGREGATE))
+    out = node.send(UPSTREAM, aggregate, 0.01)
+    down = [s.packet for s in out if s.face == APP]
+    assert len(down) == 1 and down[0].name == pushed.name
+    assert unwrap_pushed(down[0], plain.name) == aggregate
+
+
+def test_a_retransmitted_pushed_request_is_stored_once_and_asks_again() -> None:
+    """The same pushed request with a new nonce: the contribution is no change
+    (counted as a duplicate, never added twice), the plain request is asked again."""
+    node = Node()
+    pushed, plain = node.pushed(1.0)
+    node.send(APP, pushed, 0.0)
+    again = Interest(pushed.name, lifetime_ms=4000, app_params=pushed.app_params)
+    out = node.send(APP, again, 0.6)
+    assert [s.packet.name for s in out if s.face == UPSTREAM] == [plain.name]
+    assert node.calls == 2 and len(node.stored) == 1
+    assert node.agg.counters["agg_pushed"] == 1 and node.agg.counters["agg_push_duplicates"] == 1
+    out = node.send(UPSTREAM, _digest.sign(Data(plain.name, b"sum", ContentType.AGGREGATE)), 0.7)
+    assert len([s for s in out if s.face == APP]) == 1  # one answer, to the one PIT entry
+
+
+def test_a_different_contribution_for_the_same_round_is_refused_with_the_stores_error() -> None:
+    node = Node()
+    first, _ = node.pushed(1.0)
+    node.send(APP, first, 0.0)
+    other, _ = node.pushed(2.0)
+    out = node.send(APP, other, 0.1)
+    answer = [s.packet for s in out if s.face == APP]
+    assert len(answer) == 1 and answer[0].name == other.name and answer[0].content_type == ContentType.ERROR
+    assert node.agg.counters["agg_push_refused"] == 1 and len(node.stored) == 1
+
+
+def test_two_local_members_share_one_plain_request() -> None:
+    node = Node()
+    desc = GroupDescriptor.create("g", ["w1", "x@w1"], rendezvous=["r"], seg_bytes=1024)
+    wire = encode(_digest.sign(desc.to_data()))
+    names = []
+    sent_up = 0
+    for i, member in enumerate(["w1", "x"]):
+        content = pack(SegmentMeta("<f8", (4,), 1, 0), np.full(4, float(i)))
+        push = encode(_digest.sign(contribution_data("w1", member, "g", 1, 0, content)))
+        interest = reduce_interest(wire, "g", "sum", 1, 0, lifetime_ms=4000, push=push)
+        names.append(interest.name)
+        sent_up += len([s for s in node.send(APP, interest, 0.01 * i) if s.face == UPSTREAM])
+    assert sent_up == 1 and len(node.stored) == 2
+    plain = reduce_interest(wire, "g", "sum", 1, 0, lifetime_ms=4000)
+    out = node.send(UPSTREAM, _digest.sign(Data(plain.name, b"sum", ContentType.AGGREGATE)), 0.1)
+    assert sorted(str(s.packet.name) for s in out if s.face == APP) == sorted(str(n) for n in names)
+
+
+def test_a_nack_for_the_plain_request_reaches_the_pushed_one() -> None:
+    node = Node()
+    pushed, plain = node.pushed(1.0)
+    up = [s.packet for s in node.send(APP, pushed, 0.0) if s.face == UPSTREAM][0]
+    out = node.send(UPSTREAM, Nack(plain.name, up.nonce, NackReason.NOT_YET, "w2 is missing"), 0.5)
+    down = [s.packet for s in out if s.face == APP]
+    assert len(down) == 1 and isinstance(down[0], Nack) and down[0].name == pushed.name
+    assert down[0].reason == NackReason.NOT_YET and down[0].detail == "w2 is missing"
+
+
+def test_only_a_local_application_may_push_and_only_where_the_node_stores_it() -> None:
+    node = Node()
+    pushed, _ = node.pushed(1.0)
+    out = node.send(REMOTE, pushed, 0.0)
+    assert [(s.face, type(s.packet), s.packet.reason) for s in out] == [(REMOTE, Nack, NackReason.PROHIBITED)]
+    assert node.calls == 0 and node.agg.counters["agg_push_refused"] == 1
+    bare = Node()
+    bare.agg.push = None  # a forwarder without a contribution store (the simulator's)
+    out = bare.send(APP, pushed, 0.0)
+    assert [(s.face, s.packet.reason) for s in out] == [(APP, NackReason.PROHIBITED)]
+
+
+def test_pushed_requests_whose_lifetime_ended_are_forgotten() -> None:
+    node = Node()
+    first, _ = node.pushed(1.0, rnd=1)
+    node.send(APP, first, 0.0)
+    assert node.agg.pending()
+    second, _ = node.pushed(1.0, rnd=2)
+    node.send(APP, second, 10.0)  # round 1's request ended unanswered long ago
+    assert len(node.agg._pushed) == 1 and node.agg._push_waiters == 1
