@@ -11,6 +11,8 @@ request with the aggregate wrapped whole.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from icnd.codec import encode
@@ -60,7 +62,7 @@ class Node:
         return (reduce_interest(self.wire, "g", "sum", rnd, 0, lifetime_ms=4000, push=push),
                 reduce_interest(self.wire, "g", "sum", rnd, 0, lifetime_ms=4000))
 
-    def send(self, face: int, packet: Interest | Data | Nack, now: float) -> list:
+    def send(self, face: int, packet: Interest | Data | Nack, now: float) -> list[Any]:
         return self.fw.on_packet(face, packet, now)
 
 
