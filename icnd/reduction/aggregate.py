@@ -452,6 +452,14 @@ class Aggregator:
         fw, c = self.fw, self.counters
         entry, req, interest = item.entry, item.req, item.interest
         assert self.push is not None and req.push is not None  # (route)
+        plain = canonical(req, interest.name, interest.lifetime_ms)
+        key = plain.name.comps
+        pushed = self._pushed.get(key)
+        if pushed is None and self._push_waiters >= MAX_PUSH_WAITERS:  # refused before anything is stored
+            c["agg_congestion"] += 1
+            fw.on_incoming_nack(self.face, Nack(interest.name, interest.nonce, NackReason.CONGESTION,
+                                                f"{MAX_PUSH_WAITERS} pushed requests wait already"), now)
+            return
         try:
             try:
                 data = decode(req.push)
@@ -465,25 +473,15 @@ class Aggregator:
             fw.on_incoming_data(self.face, _digest.sign(error_data(interest.name, str(exc.code), str(exc))), now)
             return
         c["agg_pushed" if added else "agg_push_duplicates"] += 1
-        plain = canonical(req, interest.name, interest.lifetime_ms)
-        key = plain.name.comps
-        pushed = self._pushed.get(key)
         ask = pushed is None or entry.comps in pushed.waiters  # new, or the same request again
         if pushed is None:
-            self._purge_pushed(now)
-            if self._push_waiters >= MAX_PUSH_WAITERS:
-                c["agg_congestion"] += 1
-                fw.on_incoming_nack(self.face, Nack(interest.name, interest.nonce, NackReason.CONGESTION,
-                                                    f"{MAX_PUSH_WAITERS} pushed requests wait already"), now)
-                return
-            pushed = self._pushed[key] = Pushed(plain)
-        elif ask:
-            plain = Interest(plain.name, lifetime_ms=plain.lifetime_ms, app_params=plain.app_params)
+            pushed = self._pushed[key] = Pushed(plain, now + _lifetime(interest))
+            fw.schedule(pushed.expiry, self._expire_pushed, key)
         if entry.comps not in pushed.waiters:
             self._push_waiters += 1
         pushed.waiters[entry.comps] = (interest.name, interest.nonce)
         pushed.expiry = max(pushed.expiry, now + _lifetime(interest))
-        if ask:
+        if ask:  # (`plain` is new each time: a new nonce, as a re-sent request has)
             fw.on_incoming_interest(self.face, plain, now)
 
     def _answer_pushed(self, key: tuple[bytes, ...], answer: Packet, now: float) -> None:
@@ -500,10 +498,16 @@ class Aggregator:
             elif isinstance(answer, Nack):
                 self.fw.on_incoming_nack(self.face, Nack(name, nonce, answer.reason, answer.detail), now)
 
-    def _purge_pushed(self, now: float) -> None:
-        """Forget pushed requests whose lifetimes ended unanswered (their PIT entries are gone)."""
-        for key in [k for k, p in self._pushed.items() if p.expiry <= now]:
-            self._push_waiters -= len(self._pushed.pop(key).waiters)
+    def _expire_pushed(self, key: tuple[bytes, ...], at: float, now: float) -> None:
+        """The timer of pushed requests `key`: forgotten once every one's lifetime has ended."""
+        pushed = self._pushed.get(key)
+        if pushed is None:
+            return
+        if pushed.expiry > now:  # a later request extended it
+            self.fw.schedule(pushed.expiry, self._expire_pushed, key)
+            return
+        del self._pushed[key]
+        self._push_waiters -= len(pushed.waiters)
 
     def _answer(self, e: AstEntry, answer: Data | Nack, now: float) -> None:
         """`e`'s answer into the pipelines (and to the pushed requests of this

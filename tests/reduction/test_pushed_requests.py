@@ -147,11 +147,24 @@ def test_only_a_local_application_may_push_and_only_where_the_node_stores_it() -
     assert [(s.face, s.packet.reason) for s in out] == [(APP, NackReason.PROHIBITED)]
 
 
-def test_pushed_requests_whose_lifetime_ended_are_forgotten() -> None:
+def test_pushed_requests_are_forgotten_on_their_timer_when_nothing_answers() -> None:
+    node = Node()
+    pushed, _ = node.pushed(1.0)
+    node.send(APP, pushed, 0.0)
+    node.fw.on_timer(3.0)
+    assert node.agg.pending()  # still within its 4 s lifetime
+    node.fw.on_timer(4.1)
+    assert not node.agg._pushed and node.agg._push_waiters == 0 and not node.agg.pending()
+
+
+def test_pushed_requests_waiting_at_once_are_bounded(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import icnd.reduction.aggregate as aggregate
+
+    monkeypatch.setattr(aggregate, "MAX_PUSH_WAITERS", 1)
     node = Node()
     first, _ = node.pushed(1.0, rnd=1)
     node.send(APP, first, 0.0)
-    assert node.agg.pending()
     second, _ = node.pushed(1.0, rnd=2)
-    node.send(APP, second, 10.0)  # round 1's request ended unanswered long ago
-    assert len(node.agg._pushed) == 1 and node.agg._push_waiters == 1
+    out = node.send(APP, second, 0.1)
+    assert [(s.face, s.packet.reason) for s in out] == [(APP, NackReason.CONGESTION)]
+    assert node.agg.counters["agg_congestion"] == 1 and len(node.stored) == 1  # round 2 not stored
