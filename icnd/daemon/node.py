@@ -183,6 +183,7 @@ class Node:
                                on_down=self._on_face_down)
         self._links = self.faces.links  # face id -> link service: the send path reads it per packet
         self.aggregator.reliable_state = self._reliable_state  # which next hops lose nothing (issue #30)
+        self.aggregator.same_neighbor = self._same_neighbor  # which faces reach one neighbour (pushed up)
         self.mgmt = Dispatcher(self._spawn)
         # wire format -> its management, consulted by the receive path
         self.command_receivers: dict[str, CommandReceiver] = {"icnd": self.mgmt}
@@ -543,6 +544,16 @@ class Node:
     # --- faces ------------------------------------------------------------------------------
     def _on_new_face(self, face: Face) -> None:
         self.faces.add(face)
+
+    def _same_neighbor(self, a: int, b: int) -> bool:
+        """Whether faces `a` and `b` reach the same neighbour node, as link-state
+        routing has proven it (each connection of a pair of nodes is a face)."""
+        if a == b:
+            return True
+        if self.routing is None:
+            return False
+        nb = self.routing.router.neighbor_face(a)
+        return nb is not None and nb == self.routing.router.neighbor_face(b)
 
     def _reliable_state(self, face_id: int) -> tuple[int, bool] | None:
         """A next hop's `Face.reliable_state`, for the aggregator; None behind a

@@ -72,6 +72,21 @@ was sent (a stuck path, not a queue: a draining queue answers).  A face that
 goes away for good fails its children at once (`on_face_down`).  Either way
 the entry's deadline stands: a child never answered counts as missing then.
 
+Pushed requests and pushed up (docs/reduction.md#pushed-contributions): a
+local application may push its member's contribution (one segment) with its
+request for the aggregate (``c``); the node stores it (`push`) and, unless
+the request is partial or a fail-over, adds it to the aggregate's `Upward`
+sum.  Each node sums what is pushed to it for the members below it (living
+here, or reached over faces other than the one toward the rendezvous) and,
+holding all of them or after `PUSH_GRACE`, pushes the sum up with a request
+for the aggregate (``u``); the rendezvous makes the aggregate from the sums
+pushed to it, or after twice `PUSH_GRACE` asks only the members missing
+(a pull seeded with what was pushed, `_seeds`).  A pushed sum counts only
+members behind the neighbour it came from (`same_neighbor`), only once;
+every answer reaches the pushed requests waiting at each node wrapped whole
+(`icnd.reduction.group.wrap_pushed`), so the rendezvous's signature reaches
+the consumer intact.
+
 The aggregator is the forwarder's namespace handler for ``/reduce``
 (`icnd.core.hooks`): ``Forwarder(hooks={REDUCE: Aggregator(...)})``.  The
 forwarder hands it the requests a strategy would get (`route`) and their
@@ -102,7 +117,8 @@ from icnd.packet import ContentType, Data, Interest, Nack, NackReason, Packet, S
 from icnd.ratelog import RateLimitedLog
 from icnd.reduction.contrib import ReductionError
 from icnd.reduction.group import (NODE, GroupDescriptor, ReduceRequest, aggregate_prefix, canonical, contrib_name,
-                                  incomplete_detail, parse_incomplete, request_params, wrap_pushed)
+                                  incomplete_detail, parse_contrib_name, parse_incomplete, pushed_up, request_params,
+                                  unwrap_pushed, wrap_pushed)
 from icnd.reduction.segment import SegmentError, SegmentMeta, combine, nonfinite, pack, unpack
 from icnd.rtt import RttEstimator
 from icnd.security import DigestKey
@@ -129,9 +145,12 @@ AGG_COUNTERS = (
     "agg_congestion", "agg_malformed", "agg_rejected", "agg_duplicates", "agg_late", "agg_paced",
     "agg_internal_errors", "agg_round_share", "agg_round_reserve",
     "agg_held", "agg_reconnect_resends", "agg_stall_resends", "agg_retx_suppressed",
-    "agg_pushed", "agg_push_duplicates", "agg_push_refused",
+    "agg_pushed", "agg_push_duplicates", "agg_push_refused", "agg_pushed_up", "agg_push_late",
 )
 MAX_PUSH_WAITERS = 4096  # pushed requests waiting for their aggregate at once (`Aggregator.push`)
+# how long a node waits for the members below it to push before it pushes up what it has (twice
+# that at the rendezvous, which then asks the missing members itself): module docstring, "Pushed up"
+PUSH_GRACE = 0.02
 REFUSAL_LOG_INTERVAL = 10.0  # seconds between log lines for one kind of refusal
 NO_ANSWER = "no answer by the deadline"
 
@@ -148,6 +167,10 @@ def _unreliable(face: int) -> tuple[int, bool] | None:
     return None
 
 
+def _same_face(a: int, b: int) -> bool:
+    return a == b
+
+
 @dataclass(slots=True, eq=False)
 class _Push:
     """A pushed request (`route`), for `process` to take."""
@@ -155,6 +178,31 @@ class _Push:
     entry: "PitEntry"
     req: ReduceRequest
     interest: Interest
+    face: int
+
+
+@dataclass(slots=True, eq=False)
+class Upward:
+    """The partial sum this node collects from what is pushed to it for one
+    aggregate (plain request `plain`), until it has every member `below`
+    it, or `PUSH_GRACE`: then it pushes it up toward the rendezvous (or,
+    being the rendezvous, makes the aggregate or asks the missing members)."""
+
+    plain: Interest
+    req: ReduceRequest
+    here: bool  # this node is the rendezvous
+    below: frozenset[int]  # the members this node collects for
+    local: frozenset[int]  # ... living on this node
+    assigned: dict[int, frozenset[int]]  # face -> the members it may push for
+    state: str = "open"  # open; sent (pushed up); pull (the rendezvous asks the missing members)
+    acc: np.ndarray | None = None
+    acc_owned: bool = False
+    layout: tuple[str, tuple[int, ...]] | None = None
+    nseg: int = 0
+    contributors: set[int] = field(default_factory=set)
+    nonfinite: bool = False
+    overflow: bool = False
+    sent: Interest | None = None  # the request it pushed up
 
 
 @dataclass(slots=True, eq=False)
@@ -244,8 +292,15 @@ class Aggregator:
         # stores a contribution a local application pushed with its request (the node sets it to
         # `icnd.reduction.service.ReductionService.take_pushed`; None: pushed requests are refused)
         self.push: Callable[[Data, GroupDescriptor, int, int], bool] | None = None
+        # whether two faces reach the same neighbour node (the node sets it from link-state routing's
+        # proven neighbours; by default a face only reaches what it reaches): a partial sum pushed up
+        # over one face may cover only members this node reaches over that neighbour
+        self.same_neighbor: Callable[[int, int], bool] = _same_face
         self._pushed: dict[tuple[bytes, ...], Pushed] = {}  # plain request's PIT key -> its pushed requests
         self._push_waiters = 0
+        self._up: dict[tuple[bytes, ...], Upward] = {}  # plain request's PIT key -> what was pushed here
+        self._up_sent: dict[tuple[bytes, ...], tuple[bytes, ...]] = {}  # pushed-up request -> plain key
+        self._seeds: dict[tuple[bytes, ...], Upward] = {}  # plain key -> what the pull it starts begins with
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.max_rounds = max_rounds
@@ -296,15 +351,25 @@ class Aggregator:
             c["agg_malformed"] += 1
             fw.reject(entry, NackReason.MALFORMED, now, str(exc))
             return
-        if req.push is not None:  # a local application's contribution rides with its request
+        if req.push is not None or (req.up is not None and in_face != self.face):
+            # a local application's contribution, or a neighbour's partial sum, rides with the request
             info = fw.faces.get(in_face)
-            if info is None or not info.local or in_face == self.face or self.push is None:
+            from_app = info is not None and info.local
+            if req.push is not None and (not from_app or in_face == self.face or self.push is None):
                 c["agg_push_refused"] += 1
                 fw.reject(entry, NackReason.PROHIBITED, now, "a contribution rides with a request only from a "
                                                                "local application to its member's own node")
                 return
+            if req.up is not None and (info is None or from_app or self.node_name is None):
+                c["agg_push_refused"] += 1
+                fw.reject(entry, NackReason.PROHIBITED, now, "a partial sum is pushed up only by a neighbour node")
+                return
             fw.record_out(entry, self.face, interest, now)
-            self.inbox.append(_Push(entry, req, interest))
+            self.inbox.append(_Push(entry, req, interest, in_face))
+            return
+        if req.up is not None:  # this node's partial sum: toward the rendezvous, as a plain request goes
+            c["agg_requests"] += 1
+            self._toward_rendezvous(entry, in_face, interest, req, now)
             return
         if in_face == self.face and not (req.subset is None and entry.comps in self._pushed):
             # one of our child sub-requests: to the hop chosen for it (the plain request of pushed
@@ -428,6 +493,8 @@ class Aggregator:
                     self._start(item[0], item[1], item[2], item[3], now)
                 elif isinstance(item, _Push):
                     self._take_push(item, now)
+                elif item.name.comps in self._up_sent:  # the answer to what this node pushed up
+                    self._on_up_answer(item, now)
                 elif item.name.comps in self._pushed:  # the answer to pushed requests' plain request
                     self._answer_pushed(item.name.comps, item, now)
                 elif isinstance(item, Data):
@@ -451,7 +518,6 @@ class Aggregator:
         error (as the command would)."""
         fw, c = self.fw, self.counters
         entry, req, interest = item.entry, item.req, item.interest
-        assert self.push is not None and req.push is not None  # (route)
         plain = canonical(req, interest.name, interest.lifetime_ms)
         key = plain.name.comps
         pushed = self._pushed.get(key)
@@ -460,34 +526,214 @@ class Aggregator:
             fw.on_incoming_nack(self.face, Nack(interest.name, interest.nonce, NackReason.CONGESTION,
                                                 f"{MAX_PUSH_WAITERS} pushed requests wait already"), now)
             return
-        try:
+        if req.push is not None:
+            assert self.push is not None  # (route)
             try:
-                data = decode(req.push)
-            except DecodeError as exc:
-                raise ReductionError(400, f"malformed pushed contribution: {exc}") from None
-            if not isinstance(data, Data):
-                raise ReductionError(400, "a pushed contribution is a Data packet")
-            added = self.push(data, req.desc, req.round, req.seg)
-        except ReductionError as exc:
-            c["agg_push_refused"] += 1
-            fw.on_incoming_data(self.face, _digest.sign(error_data(interest.name, str(exc.code), str(exc))), now)
-            return
-        c["agg_pushed" if added else "agg_push_duplicates"] += 1
-        ask = pushed is None or entry.comps in pushed.waiters  # new, or the same request again
+                try:
+                    data = decode(req.push)
+                except DecodeError as exc:
+                    raise ReductionError(400, f"malformed pushed contribution: {exc}") from None
+                if not isinstance(data, Data):
+                    raise ReductionError(400, "a pushed contribution is a Data packet")
+                added = self.push(data, req.desc, req.round, req.seg)
+            except ReductionError as exc:
+                c["agg_push_refused"] += 1
+                fw.on_incoming_data(self.face, _digest.sign(error_data(interest.name, str(exc.code), str(exc))),
+                                    now)
+                return
+            c["agg_pushed" if added else "agg_push_duplicates"] += 1
+            parsed = parse_contrib_name(data.name.comps)
+            assert parsed is not None  # (the store took it)
+            part: tuple[tuple[int, ...], bytes | memoryview] = ((req.desc.index(parsed[0]),), data.content)
+        else:
+            assert req.up is not None
+            part = ((), req.up)  # (its members are in its header)
+        again = pushed is not None and entry.comps in pushed.waiters  # the same request again
         if pushed is None:
             pushed = self._pushed[key] = Pushed(plain, now + _lifetime(interest))
             fw.schedule(pushed.expiry, self._expire_pushed, key)
-        if entry.comps not in pushed.waiters:
+        if not again:
             self._push_waiters += 1
         pushed.waiters[entry.comps] = (interest.name, interest.nonce)
         pushed.expiry = max(pushed.expiry, now + _lifetime(interest))
-        if ask:  # (`plain` is new each time: a new nonce, as a re-sent request has)
+        if self.node_name is not None and not req.partial and not req.step:
+            self._push_up(key, req, plain, item.face, part, again, now)
+        elif again or len(pushed.waiters) == 1:  # (`plain` is new each time: a new nonce, as a re-sent request has)
             fw.on_incoming_interest(self.face, plain, now)
+
+    # --- pushed up (module docstring) -------------------------------------------------------
+    def _push_up(self, key: tuple[bytes, ...], req: ReduceRequest, plain: Interest, face: int,
+                 part: tuple[tuple[int, ...], bytes | memoryview], again: bool, now: float) -> None:
+        """Add what was pushed to this node (`part`: a local member's
+        contribution, or a neighbour's partial sum, from `face`) to the
+        aggregate's `Upward`, and push up (or finish) once it has every
+        member below this node."""
+        fw, c = self.fw, self.counters
+        u = self._up.get(key)
+        if u is None:
+            if fw.pit.by_name.get(key) or key in self.entries or key in self._seeds:
+                fw.on_incoming_interest(self.face, plain, now)  # answered here already: wait for that
+                return
+            u = self._new_upward(key, req, plain, now)
+            if u is None:  # no room, or no way up: the plain request, as without pushes
+                fw.on_incoming_interest(self.face, plain, now)
+                return
+        if u.state != "open":
+            if u.state == "sent" and again and u.sent is not None:  # a re-sent request: push up again
+                fw.on_incoming_interest(self.face, Interest(u.sent.name, lifetime_ms=plain.lifetime_ms,
+                                                            app_params=u.sent.app_params), now)
+            elif not again:
+                c["agg_push_late"] += 1  # its members are (or were) asked for by the rendezvous instead
+            return
+        desc = req.desc
+        try:
+            meta, view = unpack(part[1], seg_bytes=desc.seg_bytes, max_bytes=desc.max_bytes,
+                                n_members=len(desc.members))
+        except SegmentError:
+            c["agg_rejected"] += 1
+            return
+        members = set(part[0] or meta.members)
+        allowed = u.local if part[0] else frozenset().union(
+            *(ms for hop, ms in u.assigned.items() if hop == face or self.same_neighbor(face, hop)))
+        if meta.seg != req.seg or meta.nseg != 1 or not members or not members <= allowed:
+            c["agg_rejected"] += 1  # only the members behind the face it came from, of a one-segment round
+            return
+        if not part[0]:
+            c["agg_pushed_up"] += 1
+        if members & u.contributors:
+            c["agg_duplicates"] += 1  # a re-sent request: never added twice
+            return
+        layout = meta.layout()
+        if u.layout is None:
+            if self.bytes_used + view.nbytes > self.max_bytes:
+                self._give_up(u, now)
+                return
+            u.layout, u.nseg, u.acc = layout, meta.nseg, view
+            self.bytes_used += view.nbytes
+        elif layout != u.layout:  # disagreeing members: the pull finds them and names them
+            self._give_up(u, now)
+            return
+        else:
+            assert u.acc is not None
+            if not u.acc_owned:
+                u.acc, u.acc_owned = u.acc.copy(), True
+            u.overflow |= combine(req.op, u.acc, view)
+            c["agg_combined"] += 1
+        u.contributors |= members
+        u.nonfinite |= meta.nonfinite
+        u.overflow |= meta.overflow
+        if u.contributors >= u.below:
+            self._push_done(u, now)
+
+    def _new_upward(self, key: tuple[bytes, ...], req: ReduceRequest, plain: Interest,
+                    now: float) -> Upward | None:
+        fw = self.fw
+        if len(self.entries) + len(self._up) >= self.max_entries or self._admit(req, None, now):
+            return None
+        local, remote, _ = self.split(tuple(range(len(req.desc.members))), set(), req)
+        here = req.rendezvous() == self.node_name
+        up: int | None = None
+        if not here:
+            fib_entry = fw.fib.longest_match(_node(req.rendezvous()))
+            up = next((f for f in (fib_entry.faces if fib_entry is not None else ())
+                       if f in fw.faces and f != self.face), None)
+            if up is None:
+                return None
+        assigned = {f: frozenset(ms) for f, ms in remote.items() if f != up}
+        below = frozenset(local).union(*assigned.values())
+        if not below:
+            return None
+        u = self._up[key] = Upward(plain, req, here, below, frozenset(local), assigned)
+        fw.schedule(now + PUSH_GRACE * (2 if here else 1), self._grace_over, key)
+        return u
+
+    def _grace_over(self, key: tuple[bytes, ...], at: float, now: float) -> None:
+        u = self._up.get(key)
+        if u is not None and u.state == "open":
+            self._push_done(u, now)
+
+    def _push_done(self, u: Upward, now: float) -> None:
+        """`u` has every member below (or waited long enough): push up what it
+        has; at the rendezvous, the aggregate, or a pull of the missing
+        members that starts from what was pushed."""
+        fw = self.fw
+        key = u.plain.name.comps
+        pushed = self._pushed.get(key)
+        lifetime_ms = max(10, int(((pushed.expiry if pushed else now) - now) * 1000))
+        if u.acc is None or u.layout is None:
+            self._give_up(u, now)
+            return
+        if u.here and len(u.contributors) < len(u.req.desc.members):
+            u.state = "pull"
+            self._seeds[key] = u
+            fw.on_incoming_interest(self.face, Interest(u.plain.name, lifetime_ms=lifetime_ms,
+                                                        app_params=u.plain.app_params), now)
+            return
+        contributors = tuple(sorted(u.contributors))
+        meta = SegmentMeta(u.layout[0], u.layout[1], u.nseg, u.req.seg, contributors, False,
+                           u.nonfinite or nonfinite(u.acc), u.overflow)
+        content = pack(meta, u.acc)
+        if u.here:  # every member pushed: the aggregate, signed, cached, to everyone waiting here
+            self.counters["agg_results"] += 1
+            data = self.signer(Data(u.plain.name, content, ContentType.AGGREGATE,
+                                    freshness_ms=AGGREGATE_FRESHNESS_MS))
+            if fw.cs.insert(data, now):
+                fw.counters.cs_inserts += 1
+            self._answer_pushed(key, data, now)
+            return
+        u.state = "sent"
+        self._release_up(u)
+        u.sent = pushed_up(u.req, u.plain.name, content, lifetime_ms)
+        self._up_sent[u.sent.name.comps] = key
+        fw.on_incoming_interest(self.face, u.sent, now)
+
+    def _give_up(self, u: Upward, now: float) -> None:
+        """Stop collecting for `u`: the plain request takes over (the rendezvous
+        asks every member; a mismatch is found and named there)."""
+        u.state = "pull"
+        self._release_up(u)
+        pushed = self._pushed.get(u.plain.name.comps)
+        lifetime_ms = max(10, int(((pushed.expiry if pushed else now) - now) * 1000))
+        self.fw.on_incoming_interest(self.face, Interest(u.plain.name, lifetime_ms=lifetime_ms,
+                                                         app_params=u.plain.app_params), now)
+
+    def _release_up(self, u: Upward) -> None:
+        if u.acc is not None:
+            self.bytes_used -= u.acc.nbytes
+            u.acc = None
+
+    def _drop_up(self, key: tuple[bytes, ...]) -> None:
+        u = self._up.pop(key, None)
+        if u is None:
+            return
+        self._release_up(u)
+        if u.sent is not None:
+            self._up_sent.pop(u.sent.name.comps, None)
+        self._seeds.pop(key, None)
+
+    def _on_up_answer(self, answer: Packet, now: float) -> None:
+        """The answer to what this node pushed up: the aggregate wrapped (kept in
+        the Content Store for later requesters here) or a Nack, for every
+        request waiting here."""
+        key = self._up_sent.pop(answer.name.comps)
+        u = self._up.get(key)
+        if isinstance(answer, Data):
+            try:
+                inner = unwrap_pushed(answer, u.plain.name if u is not None else Name.from_wire(key))
+            except ValueError as exc:
+                self.counters["agg_rejected"] += 1
+                answer = Nack(Name.from_wire(key), 0, NackReason.MALFORMED, str(exc))
+            else:
+                if inner.content_type == ContentType.AGGREGATE and self.fw.cs.insert(inner, now):
+                    self.fw.counters.cs_inserts += 1
+                answer = inner
+        self._answer_pushed(key, answer, now)
 
     def _answer_pushed(self, key: tuple[bytes, ...], answer: Packet, now: float) -> None:
         """The plain request `key` was answered: each of its pushed requests gets
         the answer, a Data wrapped whole (`wrap_pushed`: the aggregate keeps
         its own signature) or the Nack under the pushed request's name."""
+        self._drop_up(key)
         pushed = self._pushed.pop(key, None)
         if pushed is None:
             return
@@ -508,6 +754,7 @@ class Aggregator:
             return
         del self._pushed[key]
         self._push_waiters -= len(pushed.waiters)
+        self._drop_up(key)
 
     def _answer(self, e: AstEntry, answer: Data | Nack, now: float) -> None:
         """`e`'s answer into the pipelines (and to the pushed requests of this
@@ -549,10 +796,19 @@ class Aggregator:
         e = AstEntry(key, req, interest.nonce, interest.name, now + lifetime, _deadline(req, now, lifetime, now),
                      created=now, origin=origin)
         self.entries[key] = e
+        seed = self._seeds.pop(key, None)
+        if seed is not None and seed.acc is not None and seed.layout is not None:
+            # what members pushed here before the pull began (only the others are asked)
+            e.acc, e.acc_owned, e.layout, e.nseg = seed.acc, seed.acc_owned, seed.layout, seed.nseg
+            e.contributors = set(seed.contributors)
+            e.layouts[seed.layout] = sorted(seed.contributors)
+            e.nonfinite, e.overflow = seed.nonfinite, seed.overflow
+            seed.acc = None  # (its bytes are the entry's now)
         # a sub-request is never split back toward its parent; the rendezvous may
         # send sub-requests down the faces its requesters came from (other names)
         upstream = set(pit_entry.in_records) if req.subset is not None else set()
-        local, remote, unreachable = self.split(req.asked(), upstream, req)
+        asked = req.asked() if not e.contributors else tuple(i for i in req.asked() if i not in e.contributors)
+        local, remote, unreachable = self.split(asked, upstream, req)
         if req.exclude:  # known missing (from an earlier segment): not waited for again, so a partial
             # request does not spend its whole timeout on every segment
             e.problems.append(f"{', '.join(req.desc.member_ids(req.exclude))}: missing from an earlier segment")

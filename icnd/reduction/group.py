@@ -229,7 +229,7 @@ def aggregate_prefix(group: str, op: str, rnd: int, seg: int) -> Name:
 
 def request_params(desc_wire: bytes, subset: Sequence[int] | None, partial: bool,
                    exclude: Sequence[int] = (), *, step: int = 0, origin: int | None = None,
-                   push: bytes | None = None) -> bytes:
+                   push: bytes | None = None, up: bytes | None = None) -> bytes:
     params: dict[str, Any] = {"d": desc_wire, "m": list(subset) if subset is not None else None, "p": partial}
     # each only when set: the names of requests without them are unchanged
     if exclude:
@@ -240,6 +240,8 @@ def request_params(desc_wire: bytes, subset: Sequence[int] | None, partial: bool
         params["o"] = origin
     if push is not None:  # last: the request without it is the same bytes up to here (`canonical`)
         params["c"] = push
+    if up is not None:
+        params["u"] = up
     return msgpack.packb(params)
 
 
@@ -258,6 +260,14 @@ def reduce_interest(desc_wire: bytes, group: str, op: str, rnd: int, seg: int, *
     (`unwrap_pushed`)."""
     return Interest.with_params(aggregate_prefix(group, op, rnd, seg),
                                 request_params(desc_wire, subset, partial, exclude, step=step, push=push),
+                                lifetime_ms=lifetime_ms)
+
+
+def pushed_up(req: "ReduceRequest", name: Name, content: bytes, lifetime_ms: int) -> Interest:
+    """The request a node sends toward the rendezvous with the partial sum
+    `content` of the members below it (`icnd.reduction.aggregate`, "Pushed
+    up"): the plain request's parameters and ``u``."""
+    return Interest.with_params(name.prefix(5), request_params(req.desc_wire, None, False, up=content),
                                 lifetime_ms=lifetime_ms)
 
 
@@ -309,6 +319,7 @@ class ReduceRequest:
     # cannot use up the rounds of a face every requester's rounds come through
     origin: int | None = None
     push: bytes | None = None  # a pushed contribution (encoded Data): whole-aggregate requests only
+    up: bytes | None = None  # a partial sum pushed up by a node (`icnd.reduction.segment` content)
 
     def rendezvous(self) -> str:
         """The node this request's segment starts its split at."""
@@ -382,8 +393,11 @@ class ReduceRequest:
         push = params.get("c")
         if push is not None and (type(push) is not bytes or subset is not None):
             raise ValueError("a pushed contribution is an encoded Data, with a request for the whole aggregate")
+        up = params.get("u")
+        if up is not None and (type(up) is not bytes or subset is not None or partial or step or push is not None):
+            raise ValueError("a partial sum pushed up rides with a plain request for the whole aggregate")
         return cls(desc, params["d"], op, int(rnd_text), seg, subset, partial, tuple(exclude or ()), step, origin,
-                   push)
+                   push, up)
 
 
 class DescriptorCache:

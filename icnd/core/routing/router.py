@@ -584,6 +584,18 @@ class Router:
             del self._aliases[old]  # one alias per neighbour: its latest connection
         self._aliases[face] = target_face
 
+    def neighbor_face(self, face: int) -> int | None:
+        """The face of the up neighbour `face` leads to: `face` itself, or the
+        neighbour's face when `face` is a connection that proved (Rule 3) it
+        is that neighbour's; None otherwise.  Two faces with the same answer
+        reach the same neighbour (the aggregator accepts a partial sum pushed
+        up over one for members it reaches over the other)."""
+        nb = self.neighbors.get(face)
+        if nb is not None:
+            return face if nb.up else None
+        alias = self._alias_of(face)
+        return alias.face if alias is not None else None
+
     def _alias_of(self, face: int) -> Neighbor | None:
         target = self._aliases.get(face)
         nb = self.neighbors.get(target) if target is not None else None

@@ -86,6 +86,8 @@ HELP: dict[str, str] = {
     "agg_pushed": "contributions local applications pushed with their requests for the aggregate, stored",
     "agg_push_duplicates": "pushed contributions the node already held (a re-sent request, or given both ways)",
     "agg_push_refused": "pushed requests refused: not from a local application, or the contribution was refused",
+    "agg_pushed_up": "partial sums neighbour nodes pushed up to this node with their requests",
+    "agg_push_late": "pushed contributions or partial sums that came after this node stopped waiting for them",
     "agg_congestion": "reduction requests refused by the aggregator's admission",
     "agg_malformed": "reduction requests Nacked malformed",
     "agg_rejected": "aggregation child answers rejected (malformed segment, contributors outside the subset)",
