@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -1258,13 +1260,24 @@ def _cold_and_warm(f, *args):  # type: ignore[no-untyped-def]  # a pytest fixtur
     return cold, warm
 
 
+def _drawn_nonce(outcome, buf: bytes):  # type: ignore[no-untyped-def]
+    """`outcome` with the nonce of an Interest whose wire carries none set to 0:
+    the decoder draws a fresh one for it each time (a mutated wire can lose
+    its Nonce into the name), which no memo may be blamed for."""
+    if isinstance(outcome, tuple) and isinstance(outcome[0], Interest):
+        nonce = outcome[0].nonce.to_bytes(4, "big")
+        if b"\x0a\x04" + nonce not in buf:
+            return (dataclasses.replace(outcome[0], nonce=0), *outcome[1:])
+    return outcome
+
+
 @PROPS
 @given(st.data())
 def test_prop_decoding_is_the_same_with_and_without_memos(data: st.DataObject) -> None:
     wire = data.draw(VALID_WIRES)
     for buf in (wire, data.draw(mutated(wire))):
         cold, warm = _cold_and_warm(lambda b: decode_ndn(b, names=None), buf)
-        assert cold == warm
+        assert _drawn_nonce(cold, buf) == _drawn_nonce(warm, buf)
         if cold is not DecodeError:  # and the packet encodes the same either way
             cold_wire, warm_wire = _cold_and_warm(lambda p: encode_ndn(p, names=None), cold[0])
             assert cold_wire == warm_wire
