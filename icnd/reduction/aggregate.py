@@ -203,6 +203,7 @@ class Upward:
     nonfinite: bool = False
     overflow: bool = False
     sent: Interest | None = None  # the request it pushed up
+    origin: "Origin | None" = None  # whose share of the group's rounds it is (`Aggregator._admit`)
 
 
 @dataclass(slots=True, eq=False)
@@ -574,10 +575,15 @@ class Aggregator:
             if fw.pit.by_name.get(key) or key in self.entries or key in self._seeds:
                 fw.on_incoming_interest(self.face, plain, now)  # answered here already: wait for that
                 return
-            u = self._new_upward(key, req, plain, now)
-            if u is None:  # no room, or no way up: the plain request, as without pushes
-                fw.on_incoming_interest(self.face, plain, now)
+            made = self._new_upward(key, req, plain, face, now)
+            if isinstance(made, str):
+                if part[0]:  # a local application's: the plain request, as without pushes
+                    fw.on_incoming_interest(self.face, plain, now)
+                else:  # a neighbour's: refused (its rounds are its share, not this node's applications')
+                    c["agg_congestion"] += 1
+                    self._answer_pushed(key, Nack(plain.name, 0, NackReason.CONGESTION, made), now)
                 return
+            u = made
         if u.state != "open":
             if u.state == "sent" and again and u.sent is not None:  # a re-sent request: push up again
                 fw.on_incoming_interest(self.face, Interest(u.sent.name, lifetime_ms=plain.lifetime_ms,
@@ -625,11 +631,17 @@ class Aggregator:
         if u.contributors >= u.below:
             self._push_done(u, now)
 
-    def _new_upward(self, key: tuple[bytes, ...], req: ReduceRequest, plain: Interest,
-                    now: float) -> Upward | None:
+    def _new_upward(self, key: tuple[bytes, ...], req: ReduceRequest, plain: Interest, face: int,
+                    now: float) -> Upward | str:
+        """A new upward sum, if the table has room and the round is within the
+        share of the face that pushed first (a neighbour's; none for a local
+        application); else why not."""
         fw = self.fw
-        if len(self.entries) + len(self._up) >= self.max_entries or self._admit(req, None, now):
-            return None
+        info = fw.faces.get(face)
+        origin: Origin | None = None if info is not None and info.local else ("face", face, None)
+        problem = self._admit(req, origin, now)
+        if problem:
+            return problem
         local, remote, _ = self.split(tuple(range(len(req.desc.members))), set(), req)
         here = req.rendezvous() == self.node_name
         up: int | None = None
@@ -638,12 +650,12 @@ class Aggregator:
             up = next((f for f in (fib_entry.faces if fib_entry is not None else ())
                        if f in fw.faces and f != self.face), None)
             if up is None:
-                return None
+                return f"no route toward the rendezvous /node/{req.rendezvous()}"
         assigned = {f: frozenset(ms) for f, ms in remote.items() if f != up}
         below = frozenset(local).union(*assigned.values())
         if not below:
-            return None
-        u = self._up[key] = Upward(plain, req, here, below, frozenset(local), assigned)
+            return "no member of the group is below this node"
+        u = self._up[key] = Upward(plain, req, here, below, frozenset(local), assigned, origin=origin)
         fw.schedule(now + PUSH_GRACE * (2 if here else 1), self._grace_over, key)
         return u
 
@@ -862,18 +874,20 @@ class Aggregator:
         """Why a new aggregation cannot start ("" if it can); `origin`: whose
         share it is charged to (`_origin`; None: a local face's request).
         Runs once per new entry."""
-        if len(self.entries) >= self.max_entries:
+        if len(self.entries) + len(self._up) >= self.max_entries:
             return f"aggregation table full ({self.max_entries} entries)"
         if self.bytes_used >= self.max_bytes:
             return f"aggregation buffers full ({self.max_bytes} bytes)"
         group = req.desc.group
         rounds: set[int] = set()
         mine: set[int] = set()  # rounds of the group `origin` started
-        for e in self.entries.values():
-            if e.request.desc.group == group:
-                rounds.add(e.request.round)
-                if origin is not None and e.origin == origin:
-                    mine.add(e.request.round)
+        running: list[tuple[ReduceRequest, Origin | None]] = [(e.request, e.origin) for e in self.entries.values()]
+        running += [(u.req, u.origin) for u in self._up.values()]  # (sums pushed here count as rounds too)
+        for request, started in running:
+            if request.desc.group == group:
+                rounds.add(request.round)
+                if origin is not None and started == origin:
+                    mine.add(request.round)
         if req.round in rounds:  # joins a round already in progress
             return ""
         if len(rounds) >= self.max_rounds:

@@ -157,6 +157,25 @@ def test_a_partial_sum_for_members_behind_another_face_is_refused() -> None:
     assert star.counter("r", "agg_rejected") == 1
 
 
+def test_a_neighbours_sums_for_new_rounds_count_against_its_share() -> None:
+    """Sums pushed up by a neighbour start rounds at r as its requests would:
+    past its share of the group's rounds the next is refused (congestion),
+    not taken as this node's own."""
+    star = Star()
+    star.aggregator("r").face_max_rounds = 1
+    star.allreduce("w1", 1.0)  # round 1: w1's sum waits at r for w2 and w3
+
+    def round_two() -> None:
+        req = ReduceRequest.parse(reduce_interest(star.wire, "g", "sum", 2, 0))
+        up = pushed_up(req, reduce_interest(star.wire, "g", "sum", 2, 0).name, star.content_with((0,), 1.0), 4000)
+        star.net.nodes["w1"].send_on_link(star.links["w1"].face_b, encode(up))
+
+    star.net.at(0.005, round_two)
+    star.net.run(until=0.01)
+    assert star.counter("r", "agg_round_share") == 1 and star.counter("r", "agg_congestion") == 1
+    assert len(star.aggregator("r")._up) == 1
+
+
 def _content_with(self: Star, members: tuple[int, ...], value: float) -> bytes:
     return pack(SegmentMeta("<f8", (4,), 1, 0, members), np.full(4, value))
 
