@@ -370,7 +370,8 @@ async def trio_gather(*calls):  # type: ignore[no-untyped-def]
 
 async def test_a_small_allreduce_is_one_request_per_rank(net) -> None:
     cs = {m: await net.connect(m) for m in MEMBERS}
-    before = {m: await counters(net, m) for m in MEMBERS}
+    await shortest_paths_at_root(net)
+    before = {m: await counters(net, m) for m in [*MEMBERS, "a1", "a2", "r"]}
     xs = {m: np.arange(64, dtype=np.float64) * (i + 1) for i, m in enumerate(MEMBERS)}
     got: dict[str, np.ndarray] = {}
 
@@ -387,6 +388,13 @@ async def test_a_small_allreduce_is_one_request_per_rank(net) -> None:
         # the contribution came with the request (no reduce/contribute command), stored once
         assert after["agg_pushed"] - before[m]["agg_pushed"] == 1
         assert after["contrib_segments"] - before[m]["contrib_segments"] == 1
+    # pushed on up: a1 summed w1..w3, a2 w4 and w5, r the two sums; nobody pulled a contribution
+    delta = {n: {k: v - before[n][k] for k, v in (await counters(net, n)).items() if k in before[n]}
+             for n in ["a1", "a2", "r"]}
+    assert [delta[n]["agg_pushed_up"] for n in ["a1", "a2", "r"]] == [3, 2, 2]
+    assert sum(delta[n]["agg_children"] for n in ["a1", "a2", "r"]) == 0
+    for m in MEMBERS:
+        assert (await counters(net, m))["contrib_served"] == before[m]["contrib_served"]
     # an array shared memory carries better (64 KiB and more) is handed over as before, not pushed
     big = {m: np.ones(20_000) for m in MEMBERS}  # 160 kB
 
