@@ -15,13 +15,12 @@ import numpy as np
 import pytest
 
 from icnd.codec import encode
-from icnd.name import Name
 from icnd.packet import Data, Interest
 from icnd.reduction.aggregate import INITIAL_RTO, RELIABLE_POLL, RELIABLE_STALL, Aggregator
 from icnd.reduction.group import REDUCE, GroupDescriptor, parse_contrib_name, reduce_interest
 from icnd.reduction.segment import SegmentMeta, pack, unpack
 from icnd.security import DigestKey
-from icnd.sim.network import SimApp, SimLink, SimNetwork
+from tests.reduction._star import member_star
 
 MEMBERS = ["w1", "w2"]
 ARRAYS = {"w1": np.arange(4, dtype=np.int64), "w2": np.full(4, 10, dtype=np.int64)}
@@ -33,17 +32,7 @@ class Star:
         self.wire = encode(DigestKey().sign(self.desc.to_data()))
         self.arrays: dict[str, np.ndarray] = {"w1": ARRAYS["w1"]}  # w2 contributes later (`contribute`)
         self.held: list[Interest] = []
-        self.net = net = SimNetwork(seed=3, hooks=lambda node: {REDUCE: Aggregator(node_name=node)})
-        for n in ["r", *MEMBERS]:
-            net.add_node(n)
-        self.links: dict[str, SimLink] = {}
-        self.apps: dict[str, SimApp] = {}  # the members' producers
-        for m in MEMBERS:
-            link = self.links[m] = net.link("r", m, delay=0.001)
-            net.nodes["r"].fw.add_route(Name(f"/node/{m}"), link.face_a, 1)
-            net.nodes[m].fw.add_route(Name("/node/r"), link.face_b, 1)
-            self.apps[m] = net.app(m)
-            self.apps[m].serve(f"/node/{m}/member", self._contribution)
+        self.net, self.links, self.apps = member_star(MEMBERS, self._contribution, seed=3)  # apps: the producers
         agg = self.aggregator
         # each face's (connection, up), as a stream face reports it; None: a datagram face
         self.state: dict[int, tuple[int, bool]] = {}

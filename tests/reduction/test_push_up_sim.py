@@ -12,14 +12,14 @@ from __future__ import annotations
 import numpy as np
 
 from icnd.codec import encode
-from icnd.name import Name
 from icnd.packet import Data, Interest
 from icnd.reduction.aggregate import PUSH_GRACE, Aggregator
 from icnd.reduction.group import (REDUCE, GroupDescriptor, ReduceRequest, contribution_data, parse_contrib_name,
                                   pushed_up, reduce_interest, unwrap_pushed)
 from icnd.reduction.segment import SegmentMeta, pack, unpack
 from icnd.security import DigestKey
-from icnd.sim.network import SimApp, SimLink, SimNetwork
+
+from tests.reduction._star import member_star
 
 MEMBERS = ["w1", "w2", "w3"]
 _digest = DigestKey()
@@ -29,19 +29,10 @@ class Star:
     def __init__(self) -> None:
         self.desc = GroupDescriptor.create("g", MEMBERS, rendezvous=["r"], seg_bytes=1024)
         self.wire = encode(_digest.sign(self.desc.to_data()))
-        self.net = net = SimNetwork(seed=5, hooks=lambda node: {REDUCE: Aggregator(node_name=node)})
-        for n in ["r", *MEMBERS]:
-            net.add_node(n)
         self.stores: dict[str, dict[tuple[str, int], bytes]] = {m: {} for m in MEMBERS}
         self.held: dict[str, list[Interest]] = {m: [] for m in MEMBERS}
-        self.links: dict[str, SimLink] = {}
-        self.apps: dict[str, SimApp] = {}
+        self.net, self.links, self.apps = member_star(MEMBERS, self._contribution, seed=5)
         for m in MEMBERS:
-            link = self.links[m] = net.link("r", m, delay=0.001)
-            net.nodes["r"].fw.add_route(Name(f"/node/{m}"), link.face_a, 1)
-            net.nodes[m].fw.add_route(Name("/node/r"), link.face_b, 1)
-            self.apps[m] = net.app(m)
-            self.apps[m].serve(f"/node/{m}/member", self._contribution)
             self.aggregator(m).push = self._store(m)
         self.sent: dict[str, Interest] = {}
 
