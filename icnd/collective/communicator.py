@@ -56,8 +56,8 @@ from icnd.excgroups import run_bounded
 from icnd.name import Name
 from icnd.objects.fetch import verified
 from icnd.packet import Data, Interest, NackReason
-from icnd.reduction.consumer import (SHM_MIN, WINDOW_BYTES, Reduced, _Fetcher, contribute, group_descriptor,
-                                     member_of, node_id, reduce)
+from icnd.reduction.consumer import (SHM_MIN, STALE, WINDOW_BYTES, Reduced, _Fetcher, contribute, group_descriptor,
+                                     member_of, node_id, pushable, reduce)
 from icnd.reduction.contrib import EPOCH_BITS
 from icnd.reduction.group import CONSUMER_OPS, GroupDescriptor, contrib_name, missing_members
 from icnd.reduction.segment import SegmentError, SegmentMeta, check_dtype, plan, unpack
@@ -187,16 +187,33 @@ class Communicator:
         await contribute(self._ep, self.group, rnd, x, self.member, max(0.1, deadline - trio.current_time()),
                          described=(self._desc, self._wire), sign=sign)
 
+    async def _contributed_and_reduced(self, what: str, rnd: int, x: np.ndarray, op: str, deadline: float,
+                                       partial: bool, out: Any = None) -> Reduced:
+        """This rank's `x` contributed to call `rnd` and the aggregate fetched: a
+        small array rides with the request for it (one request, pushed up
+        toward the rendezvous: docs/reduction.md#pushed-contributions), unless
+        the node knows a newer group version than this communicator's (it
+        refuses the push then) or the array is not small."""
+        push = await pushable(self._ep, self._desc, self.group, rnd, x, self.member)
+        if push is not None:
+            try:
+                return await self._reduced(what, rnd, op, deadline, partial, out, push=push)
+            except CommandError as exc:
+                if exc.status != STALE:
+                    raise
+        await self._contribute(rnd, x, deadline)
+        return await self._reduced(what, rnd, op, deadline, partial, out, x.nbytes)
+
     async def _reduced(self, what: str, rnd: int, op: str, deadline: float, partial: bool,
-                       out: Any = None, nbytes: int = 0) -> Reduced:
+                       out: Any = None, nbytes: int = 0, *, push: bytes | None = None) -> Reduced:
         """The aggregate of call `rnd` (an array of about `nbytes` bytes): from the
         node in shared memory when that is allowed (`_shared_results`), else
-        fetched and verified here."""
+        fetched and verified here (`push`: this rank's contribution with the request)."""
         try:
-            if self._shared_results(nbytes):
+            if push is None and self._shared_results(nbytes):
                 return await self._reduced_shm(rnd, op, deadline, partial, out)
             return await reduce(self._ep, self.group, rnd, op, timeout=max(0.1, deadline - trio.current_time()),
-                                partial=partial, described=(self._desc, self._wire), out=out)
+                                partial=partial, described=(self._desc, self._wire), out=out, push=push)
         except Timeout as exc:
             if exc.missing:
                 raise self._timeout(what, rnd, [self.members.index(m) for m in exc.missing
@@ -260,8 +277,7 @@ class Communicator:
 
     async def _allreduce(self, rnd: int, x: np.ndarray, op: str, deadline: float, partial: bool,
                          out: Any = None) -> Any:
-        await self._contribute(rnd, x, deadline)
-        result = await self._reduced("allreduce", rnd, op, deadline, partial, out, x.nbytes)
+        result = await self._contributed_and_reduced("allreduce", rnd, x, op, deadline, partial, out)
         return result if partial else result.array
 
     def iallreduce(self, x: Any, op: str = "sum", *, timeout: float | None = None, partial: bool = False,
@@ -295,8 +311,7 @@ class Communicator:
         await self._barrier(self._round(), deadline)
 
     async def _barrier(self, rnd: int, deadline: float) -> None:
-        await self._contribute(rnd, np.zeros(1, np.uint8), deadline)
-        await self._reduced("barrier", rnd, self._desc.ops[0], deadline, False)
+        await self._contributed_and_reduced("barrier", rnd, np.zeros(1, np.uint8), self._desc.ops[0], deadline, False)
 
     def ibarrier(self, *, timeout: float | None = None) -> Request:
         deadline = self._deadline(timeout)

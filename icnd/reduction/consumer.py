@@ -187,7 +187,7 @@ async def allreduce(ep: Endpoint, group: str, rnd: int, array: Any, op: str, mem
     try:
         if described is None:
             described = await group_descriptor(ep, group)
-        push = await _pushable(ep, described[0], group, rnd, array, member)
+        push = await pushable(ep, described[0], group, rnd, array, member)
         if push is not None:  # one request: the contribution rides with it (issue #30)
             try:
                 result = await reduce(ep, group, rnd, op, timeout=max(0.1, deadline - trio.current_time()),
@@ -196,7 +196,7 @@ async def allreduce(ep: Endpoint, group: str, rnd: int, array: Any, op: str, mem
                 if exc.status != STALE:
                     raise
                 described = await group_descriptor(ep, group)  # a newer version: read it, push again
-                push = await _pushable(ep, described[0], group, rnd, array, member)
+                push = await pushable(ep, described[0], group, rnd, array, member)
                 assert push is not None  # (the same member and array: only the version changed)
                 result = await reduce(ep, group, rnd, op, timeout=max(0.1, deadline - trio.current_time()),
                                       partial=partial, described=described, out=out, push=push)
@@ -290,7 +290,7 @@ def _prepared(desc: GroupDescriptor, array: Any) -> tuple[np.ndarray, np.dtype, 
     return arr, dt, seg_elems, nseg
 
 
-async def _pushable(ep: Endpoint, desc: GroupDescriptor, group: str, rnd: int, array: Any,
+async def pushable(ep: Endpoint, desc: GroupDescriptor, group: str, rnd: int, array: Any,
                     member: str | None) -> bytes | None:
     """The contribution (encoded Data) to push with the request for the
     aggregate, or None where it goes the other way: a member of this
@@ -353,7 +353,7 @@ async def reduce(ep: Endpoint, group: str, rnd: int, op: str, *, timeout: float,
                  described: tuple[GroupDescriptor, bytes] | None = None, out: np.ndarray | None = None,
                  push: bytes | None = None) -> Reduced:
     """`push`: a contribution to segment 0 (of one) to push with its request
-    (`_pushable`); its node refusing it raises CommandError as
+    (`pushable`); its node refusing it raises CommandError as
     ``reduce/contribute`` would."""
     if op not in CONSUMER_OPS:
         raise ValueError(f"unknown op {op!r}; known: {', '.join(CONSUMER_OPS)}")

@@ -141,6 +141,22 @@ async def test_nonblocking_forms_interleaved_keep_call_order(node_socket) -> Non
             assert out[8] is None
 
 
+async def test_small_allreduce_and_barrier_push_each_ranks_part_with_its_request(node_socket) -> None:
+    """One request per rank (docs/reduction.md#pushed-contributions): the node
+    stores each rank's part as it comes and sums it, asking nobody."""
+    async with AsyncExitStack() as stack:
+        comms = await ranks(stack, node_socket, 4)
+        status = (await stack.enter_async_context(icnd.connect(node_socket))).status  # the ranks' node's
+        before = (await status())["counters"]
+        got = await each(comms, lambda c: c.allreduce(np.arange(8.0) * (c.rank + 1)))
+        await each(comms, lambda c: c.barrier())
+        after = (await status())["counters"]
+        for g in got:
+            np.testing.assert_array_equal(g, np.arange(8.0) * 10)
+        assert after["agg_pushed"] - before["agg_pushed"] == 8  # 4 ranks, 2 calls
+        assert after["agg_children"] == before["agg_children"] and after["contrib_served"] == before["contrib_served"]
+
+
 async def test_a_rank_that_never_comes_is_named_within_the_deadline(node_socket) -> None:
     async with AsyncExitStack() as stack:
         comms = await ranks(stack, node_socket, 3)
