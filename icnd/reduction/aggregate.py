@@ -509,14 +509,16 @@ class Aggregator:
 
     # --- pushed requests (docs/reduction.md#pushed-contributions) ------------------------------
     def _take_push(self, item: _Push, now: float) -> None:
-        """Store the contribution a local application pushed with its request,
-        then ask for the aggregate with the plain request (one per aggregate,
-        however many local members push; again when the same pushed request
-        comes again: a retransmission).  The contribution is stored by the
-        node (`push`), where ``reduce/contribute`` stores it: one copy per
-        member and segment, so a request sent twice, or a contribution given
-        both ways, is counted once.  A refusal answers the request with the
-        error (as the command would)."""
+        """Take what rides with a pushed request: a local application's
+        contribution (stored by the node, `push`, where ``reduce/contribute``
+        stores it: one copy per member and segment, so a request sent twice,
+        or a contribution given both ways, is held once; a refusal answers
+        the request with the store's error, as the command would) or a
+        neighbour's partial sum.  The request then waits for the aggregate
+        (`Pushed`) while what it carried is summed on the way up
+        (`_push_up`); a partial or fail-over request instead asks for the
+        aggregate with the plain request, once per aggregate however many
+        local members push, and again when the same request comes again."""
         fw, c = self.fw, self.counters
         entry, req, interest = item.entry, item.req, item.interest
         plain = canonical(req, interest.name, interest.lifetime_ms)
