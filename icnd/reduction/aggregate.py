@@ -214,6 +214,7 @@ class Pushed:
     plain: Interest
     expiry: float = 0.0
     waiters: dict[tuple[bytes, ...], tuple[Name, int]] = field(default_factory=dict)  # PIT key -> (name, nonce)
+    faces: set[int] = field(default_factory=set)  # neighbour faces a partial sum came from
 
 
 @dataclass(slots=True, eq=False)
@@ -450,7 +451,7 @@ class Aggregator:
             if comps[1:5] == _request_comps(req):
                 return req
         req = ReduceRequest.parse(interest)
-        if req.push is not None:  # unique to its contribution, and large: not kept
+        if req.push is not None or req.up is not None:  # unique to what it carries, and large: not kept
             return req
         self._requests[digest] = req
         if len(self._requests) > REQUEST_CACHE:
@@ -524,11 +525,19 @@ class Aggregator:
         plain = canonical(req, interest.name, interest.lifetime_ms)
         key = plain.name.comps
         pushed = self._pushed.get(key)
-        if pushed is None and self._push_waiters >= MAX_PUSH_WAITERS:  # refused before anything is stored
-            c["agg_congestion"] += 1
-            fw.on_incoming_nack(self.face, Nack(interest.name, interest.nonce, NackReason.CONGESTION,
-                                                f"{MAX_PUSH_WAITERS} pushed requests wait already"), now)
-            return
+        again = pushed is not None and entry.comps in pushed.waiters  # the same request again
+        neighbour = req.up is not None
+        if not again:  # refused before anything is stored: the bound, a neighbour's share of it, and
+            # one sum per neighbour face and aggregate (a node pushes one; it may send it again)
+            why = ""
+            if self._push_waiters >= (MAX_PUSH_WAITERS * 3 // 4 if neighbour else MAX_PUSH_WAITERS):
+                why = f"{self._push_waiters} pushed requests wait already"
+            elif neighbour and pushed is not None and item.face in pushed.faces:
+                why = "one partial sum per neighbour and aggregate"
+            if why:
+                c["agg_congestion"] += 1
+                fw.on_incoming_nack(self.face, Nack(interest.name, interest.nonce, NackReason.CONGESTION, why), now)
+                return
         if req.push is not None:
             assert self.push is not None  # (route)
             try:
@@ -536,8 +545,11 @@ class Aggregator:
                     data = decode(req.push)
                 except DecodeError as exc:
                     raise ReductionError(400, f"malformed pushed contribution: {exc}") from None
-                if not isinstance(data, Data):
-                    raise ReductionError(400, "a pushed contribution is a Data packet")
+                parsed = parse_contrib_name(data.name.comps) if isinstance(data, Data) else None
+                if parsed is None or not any(m.id == parsed[0] for m in req.desc.members):
+                    raise ReductionError(400, "a pushed contribution is the Data of a member of the group the "
+                                              "request names")
+                assert isinstance(data, Data)
                 added = self.push(data, req.desc, req.round, req.seg)
             except ReductionError as exc:
                 c["agg_push_refused"] += 1
@@ -545,35 +557,42 @@ class Aggregator:
                                     now)
                 return
             c["agg_pushed" if added else "agg_push_duplicates"] += 1
-            parsed = parse_contrib_name(data.name.comps)
-            assert parsed is not None  # (the store took it)
             part: tuple[tuple[int, ...], bytes | memoryview] = ((req.desc.index(parsed[0]),), data.content)
         else:
             assert req.up is not None
             part = ((), req.up)  # (its members are in its header)
-        again = pushed is not None and entry.comps in pushed.waiters  # the same request again
         if pushed is None:
             pushed = self._pushed[key] = Pushed(plain, now + _lifetime(interest))
             fw.schedule(pushed.expiry, self._expire_pushed, key)
         if not again:
             self._push_waiters += 1
+            if neighbour:
+                pushed.faces.add(item.face)
         pushed.waiters[entry.comps] = (interest.name, interest.nonce)
+        longer = now + _lifetime(interest) > pushed.expiry  # it waits longer than those before it
         pushed.expiry = max(pushed.expiry, now + _lifetime(interest))
         if self.node_name is not None and not req.partial and not req.step:
-            self._push_up(key, req, plain, item.face, part, again, now)
+            self._push_up(key, req, plain, item.face, part, again or longer, now, entry.comps)
         elif again or len(pushed.waiters) == 1:  # (`plain` is new each time: a new nonce, as a re-sent request has)
             fw.on_incoming_interest(self.face, plain, now)
 
     # --- pushed up (module docstring) -------------------------------------------------------
     def _push_up(self, key: tuple[bytes, ...], req: ReduceRequest, plain: Interest, face: int,
-                 part: tuple[tuple[int, ...], bytes | memoryview], again: bool, now: float) -> None:
+                 part: tuple[tuple[int, ...], bytes | memoryview], renew: bool, now: float,
+                 waiter: tuple[bytes, ...] = ()) -> None:
         """Add what was pushed to this node (`part`: a local member's
         contribution, or a neighbour's partial sum, from `face`) to the
         aggregate's `Upward`, and push up (or finish) once it has every
-        member below this node."""
+        member below this node.  `renew`: the request came again, or waits
+        longer than the others: what this node sent on its behalf is sent
+        again (with that lifetime)."""
         fw, c = self.fw, self.counters
         u = self._up.get(key)
         if u is None:
+            cached = fw.cs.lookup(plain, now)
+            if isinstance(cached, Data):  # made already (a late caller): from the Content Store
+                self._answer_pushed(key, cached, now)
+                return
             if fw.pit.by_name.get(key) or key in self.entries or key in self._seeds:
                 fw.on_incoming_interest(self.face, plain, now)  # answered here already: wait for that
                 return
@@ -587,11 +606,13 @@ class Aggregator:
                 return
             u = made
         if u.state != "open":
-            if u.state == "sent" and again and u.sent is not None:  # a re-sent request: push up again
+            if part[0] or not renew:
+                c["agg_push_late"] += 1  # its members are (or were) asked for by the rendezvous instead
+            if u.state == "pull":  # the plain request stands for every request waiting here
+                fw.on_incoming_interest(self.face, plain, now)
+            elif renew and u.sent is not None:  # the sum this node pushed up, again
                 fw.on_incoming_interest(self.face, Interest(u.sent.name, lifetime_ms=plain.lifetime_ms,
                                                             app_params=u.sent.app_params), now)
-            elif not again:
-                c["agg_push_late"] += 1  # its members are (or were) asked for by the rendezvous instead
             return
         desc = req.desc
         try:
@@ -605,11 +626,16 @@ class Aggregator:
             *(ms for hop, ms in u.assigned.items() if hop == face or self.same_neighbor(face, hop)))
         if meta.seg != req.seg or meta.nseg != 1 or not members or not members <= allowed:
             c["agg_rejected"] += 1  # only the members behind the face it came from, of a one-segment round
+            if not part[0]:
+                self._refuse_sum(key, waiter, face, "a partial sum for members not behind it, or of another segment",
+                                 now)
             return
         if not part[0]:
             c["agg_pushed_up"] += 1
         if members & u.contributors:
-            c["agg_duplicates"] += 1  # a re-sent request: never added twice
+            c["agg_duplicates"] += 1  # never added twice
+            if not part[0] and not renew:  # (a sum sent again is the same request: it waits on)
+                self._refuse_sum(key, waiter, face, "members counted already", now)
             return
         layout = meta.layout()
         if u.layout is None:
@@ -632,6 +658,19 @@ class Aggregator:
         u.overflow |= meta.overflow
         if u.contributors >= u.below:
             self._push_done(u, now)
+
+    def _refuse_sum(self, key: tuple[bytes, ...], waiter: tuple[bytes, ...], face: int, why: str,
+                    now: float) -> None:
+        """A neighbour's partial sum (request `waiter`, from `face`) that is not
+        added: its request is answered now (Nack *congestion*, `why`) instead
+        of waiting for the aggregate."""
+        pushed = self._pushed.get(key)
+        found = pushed.waiters.pop(waiter, None) if pushed is not None else None
+        if pushed is None or found is None:
+            return
+        self._push_waiters -= 1
+        pushed.faces.discard(face)
+        self.fw.on_incoming_nack(self.face, Nack(found[0], found[1], NackReason.CONGESTION, why), now)
 
     def _new_upward(self, key: tuple[bytes, ...], req: ReduceRequest, plain: Interest, face: int,
                     now: float) -> Upward | str:
@@ -811,6 +850,11 @@ class Aggregator:
                      created=now, origin=origin)
         self.entries[key] = e
         seed = self._seeds.pop(key, None)
+        if seed is None and req.subset is None:
+            open_sum = self._up.get(key)
+            if open_sum is not None and open_sum.state == "open":  # sums were pushed here: one aggregate,
+                open_sum.state = "pull"  # the pull's, which starts from them
+                seed = open_sum
         if seed is not None and seed.acc is not None and seed.layout is not None:
             # what members pushed here before the pull began (only the others are asked)
             e.acc, e.acc_owned, e.layout, e.nseg = seed.acc, seed.acc_owned, seed.layout, seed.nseg

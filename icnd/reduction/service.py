@@ -206,7 +206,8 @@ class ReductionService:
             data = self.key.sign(data)
         added = self.contrib.add(data, local=local)
         if added and self.contrib.take_pending(data, self._clock()):
-            if soon and self._spawn is not None:
+            if soon:  # (from inside the forwarder: never into it again from here)
+                assert self._spawn is not None, "a service taking pushed contributions needs spawn"
                 self._spawn(self._deliver_soon, data)
             else:
                 self._deliver(data)

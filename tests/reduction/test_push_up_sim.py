@@ -117,7 +117,8 @@ def test_a_member_already_counted_is_not_added_again() -> None:
     """w1's node's partial sum arrives at r a second time, with other bytes (a
     copy of the same request is kept back by the forwarder's retransmission
     suppression; a different one gets as far as the aggregator): r counts w1
-    once, with the bytes that came first."""
+    once, with the bytes that came first, and answers the second at once
+    (one sum per neighbour and aggregate)."""
     star = Star()
     star.allreduce("w1", 1.0)
 
@@ -131,7 +132,7 @@ def test_a_member_already_counted_is_not_added_again() -> None:
     star.allreduce("w3", 3.0, at=0.01)
     star.net.run(until=1.0)
     assert star.result("w3") == star.result("w1") == [6.0] * 4
-    assert star.counter("r", "agg_duplicates") == 1 and star.counter("r", "agg_pushed_up") == 4
+    assert star.counter("r", "agg_congestion") == 1 and star.counter("r", "agg_pushed_up") == 3
 
 
 def test_a_partial_sum_for_members_behind_another_face_is_refused() -> None:
@@ -173,3 +174,22 @@ def _content_with(self: Star, members: tuple[int, ...], value: float) -> bytes:
 
 Star.content_with = _content_with  # type: ignore[attr-defined]
 assert PUSH_GRACE < 0.5  # (the rounds above end well within their lifetimes)
+
+
+def test_a_plain_request_meeting_pushed_sums_at_the_rendezvous_makes_one_aggregate() -> None:
+    """w1 and w2 push; w3 contributed by command and asks with the plain
+    request: r's pull starts from the pushed sum and asks only w3, and every
+    requester gets the same bytes (one aggregate under one name)."""
+    star = Star()
+    star.contribute("w3", "w3", 1, star.content(3.0))
+    star.allreduce("w1", 1.0)
+    star.allreduce("w2", 2.0)
+    plain = reduce_interest(star.wire, "g", "sum", 1, 0, lifetime_ms=4000)
+    star.net.at(0.0015, lambda: star.apps["w3"].send(plain))
+    star.net.run(until=1.0)
+    got = [p for p in star.apps["w3"].received if p.name == plain.name]
+    assert len(got) == 1 and isinstance(got[0], Data)
+    assert star.result("w1") == star.result("w2") == [6.0] * 4
+    assert unwrap_pushed([p for p in star.apps["w1"].received if p.name == star.sent["w1"].name][0],
+                         plain.name).content == got[0].content
+    assert star.counter("r", "agg_results") == 1 and star.counter("r", "agg_children") == 1

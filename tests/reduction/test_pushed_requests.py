@@ -222,3 +222,34 @@ def test_pushed_requests_waiting_at_once_are_bounded(monkeypatch) -> None:  # ty
     out = node.send(APP, second, 0.1)
     assert [(s.face, s.packet.reason) for s in out] == [(APP, NackReason.CONGESTION)]
     assert node.agg.counters["agg_congestion"] == 1 and len(node.stored) == 1  # round 2 not stored
+
+
+def test_a_pushed_contribution_of_a_member_outside_the_requests_group_is_refused() -> None:
+    node = Node()
+    content = pack(SegmentMeta("<f8", (4,), 1, 0), np.full(4, 1.0))
+    push = encode(_digest.sign(contribution_data("w1", "stranger", "g", 1, 0, content)))
+    pushed = reduce_interest(node.wire, "g", "sum", 1, 0, lifetime_ms=4000, push=push)
+    answer = [s.packet for s in node.send(APP, pushed, 0.0) if s.face == APP]
+    assert len(answer) == 1 and answer[0].content_type == ContentType.ERROR
+    assert node.calls == 0 and node.agg.counters["agg_internal_errors"] == 0
+
+
+def test_members_that_disagree_are_left_to_the_pull_and_a_resent_request_asks_again() -> None:
+    """w1 and x (both here) push arrays of different dtypes: the node stops
+    summing and asks for the aggregate with the plain request (the
+    rendezvous's pull names the odd members); a pushed request sent again
+    sends the plain request again (it may have been lost)."""
+    node = Node()
+    desc = GroupDescriptor.create("g", ["w1", "x@w1"], rendezvous=["r"], seg_bytes=1024)
+    wire = encode(_digest.sign(desc.to_data()))
+    plain = reduce_interest(wire, "g", "sum", 1, 0, lifetime_ms=4000)
+    sent = []
+    for i, (member, dtype) in enumerate([("w1", "<f8"), ("x", "<f4")]):
+        content = pack(SegmentMeta(dtype, (4,), 1, 0), np.ones(4, dtype=dtype))
+        push = encode(_digest.sign(contribution_data("w1", member, "g", 1, 0, content)))
+        sent.append(reduce_interest(wire, "g", "sum", 1, 0, lifetime_ms=4000, push=push))
+        ups = up_of(node.send(APP, sent[-1], 0.001 * i))
+    assert [u.name for u in ups] == [plain.name]
+    again = Interest(sent[0].name, lifetime_ms=4000, app_params=sent[0].app_params)
+    ups = up_of(node.send(APP, again, 0.6))
+    assert [u.name for u in ups] == [plain.name]
