@@ -208,10 +208,9 @@ class Upward:
 
 @dataclass(slots=True, eq=False)
 class Pushed:
-    """The pushed requests of this node's local applications that wait for
-    one aggregate, asked for once as the plain request `plain`."""
+    """The pushed requests (of local applications, and neighbours' sums)
+    waiting at this node for one aggregate."""
 
-    plain: Interest
     expiry: float = 0.0
     waiters: dict[tuple[bytes, ...], tuple[Name, int]] = field(default_factory=dict)  # PIT key -> (name, nonce)
     faces: set[int] = field(default_factory=set)  # neighbour faces a partial sum came from
@@ -562,7 +561,7 @@ class Aggregator:
             assert req.up is not None
             part = ((), req.up)  # (its members are in its header)
         if pushed is None:
-            pushed = self._pushed[key] = Pushed(plain, now + _lifetime(interest))
+            pushed = self._pushed[key] = Pushed(now + _lifetime(interest))
             fw.schedule(pushed.expiry, self._expire_pushed, key)
         if not again:
             self._push_waiters += 1
@@ -637,22 +636,10 @@ class Aggregator:
             if not part[0] and not renew:  # (a sum sent again is the same request: it waits on)
                 self._refuse_sum(key, waiter, face, "members counted already", now)
             return
-        layout = meta.layout()
-        if u.layout is None:
-            if self.bytes_used + view.nbytes > self.max_bytes:
-                self._give_up(u, now)
-                return
-            u.layout, u.nseg, u.acc = layout, meta.nseg, view
-            self.bytes_used += view.nbytes
-        elif layout != u.layout:  # disagreeing members: the pull finds them and names them
+        # disagreeing members (the pull finds and names them), or no room: the plain request takes over
+        if u.layout not in (None, meta.layout()) or not self._fold(u, req.op, meta, view):
             self._give_up(u, now)
             return
-        else:
-            assert u.acc is not None
-            if not u.acc_owned:
-                u.acc, u.acc_owned = u.acc.copy(), True
-            u.overflow |= combine(req.op, u.acc, view)
-            c["agg_combined"] += 1
         u.contributors |= members
         u.nonfinite |= meta.nonfinite
         u.overflow |= meta.overflow
@@ -671,6 +658,23 @@ class Aggregator:
         self._push_waiters -= 1
         pushed.faces.discard(face)
         self.fw.on_incoming_nack(self.face, Nack(found[0], found[1], NackReason.CONGESTION, why), now)
+
+    def _fold(self, into: AstEntry | Upward, op: str, meta: SegmentMeta, view: np.ndarray) -> bool:
+        """Add `view` (of `meta`'s layout, which `into` has or takes now) into
+        `into`'s sum: the first kept as the read-only view it is, copied only
+        when a second is combined.  False: no room for a first."""
+        if into.layout is None:
+            if self.bytes_used + view.nbytes > self.max_bytes:
+                return False
+            into.layout, into.nseg, into.acc = meta.layout(), meta.nseg, view
+            self.bytes_used += view.nbytes
+            return True
+        assert into.acc is not None  # set with the layout
+        if not into.acc_owned:
+            into.acc, into.acc_owned = into.acc.copy(), True
+        into.overflow |= combine(op, into.acc, view)
+        self.counters["agg_combined"] += 1
+        return True
 
     def _new_upward(self, key: tuple[bytes, ...], req: ReduceRequest, plain: Interest, face: int,
                     now: float) -> Upward | str:
@@ -711,16 +715,13 @@ class Aggregator:
         members that starts from what was pushed."""
         fw = self.fw
         key = u.plain.name.comps
-        pushed = self._pushed.get(key)
-        lifetime_ms = max(10, int(((pushed.expiry if pushed else now) - now) * 1000))
         if u.acc is None or u.layout is None:
             self._give_up(u, now)
             return
         if u.here and len(u.contributors) < len(u.req.desc.members):
             u.state = "pull"
             self._seeds[key] = u
-            fw.on_incoming_interest(self.face, Interest(u.plain.name, lifetime_ms=lifetime_ms,
-                                                        app_params=u.plain.app_params), now)
+            fw.on_incoming_interest(self.face, self._plain_now(u, now), now)
             return
         contributors = tuple(sorted(u.contributors))
         meta = SegmentMeta(u.layout[0], u.layout[1], u.nseg, u.req.seg, contributors, False,
@@ -736,7 +737,7 @@ class Aggregator:
             return
         u.state = "sent"
         self._release_up(u)
-        u.sent = pushed_up(u.req, u.plain.name, content, lifetime_ms)
+        u.sent = pushed_up(u.req, u.plain.name, content, self._waiting_ms(key, now))
         self._up_sent[u.sent.name.comps] = key
         fw.on_incoming_interest(self.face, u.sent, now)
 
@@ -745,10 +746,18 @@ class Aggregator:
         asks every member; a mismatch is found and named there)."""
         u.state = "pull"
         self._release_up(u)
-        pushed = self._pushed.get(u.plain.name.comps)
-        lifetime_ms = max(10, int(((pushed.expiry if pushed else now) - now) * 1000))
-        self.fw.on_incoming_interest(self.face, Interest(u.plain.name, lifetime_ms=lifetime_ms,
-                                                         app_params=u.plain.app_params), now)
+        self.fw.on_incoming_interest(self.face, self._plain_now(u, now), now)
+
+    def _plain_now(self, u: Upward, now: float) -> Interest:
+        """`u`'s plain request, new (a new nonce), living as long as the longest
+        of the requests waiting for it here."""
+        return Interest(u.plain.name, lifetime_ms=self._waiting_ms(u.plain.name.comps, now),
+                        app_params=u.plain.app_params)
+
+    def _waiting_ms(self, key: tuple[bytes, ...], now: float) -> int:
+        """How long (ms) the longest-lived request waiting here for aggregate `key` still waits."""
+        pushed = self._pushed.get(key)
+        return max(10, int(((pushed.expiry if pushed else now) - now) * 1000))
 
     def _release_up(self, u: Upward) -> None:
         if u.acc is not None:
@@ -1185,21 +1194,11 @@ class Aggregator:
         else:
             layout = meta.layout()
             e.layouts.setdefault(layout, []).extend(got)
-            if e.layout is None:
-                if self.bytes_used + view.nbytes > self.max_bytes:
-                    self.counters["agg_congestion"] += 1
-                    e.congested = f"aggregation buffers full ({self.max_bytes} bytes)"
-                    self._finish(e, now)
-                    return
-                e.layout, e.nseg = layout, meta.nseg
-                e.acc = view  # copied only when a second answer is combined into it
-                self.bytes_used += e.acc.nbytes
-            elif layout == e.layout:
-                assert e.acc is not None  # set with e.layout
-                if not e.acc_owned:
-                    e.acc, e.acc_owned = e.acc.copy(), True
-                e.overflow |= combine(req.op, e.acc, view)
-                self.counters["agg_combined"] += 1
+            if e.layout in (None, layout) and not self._fold(e, req.op, meta, view):
+                self.counters["agg_congestion"] += 1
+                e.congested = f"aggregation buffers full ({self.max_bytes} bytes)"
+                self._finish(e, now)
+                return
             e.contributors.update(got)
             e.nonfinite |= meta.nonfinite
             e.overflow |= meta.overflow

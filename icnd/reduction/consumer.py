@@ -188,28 +188,21 @@ async def allreduce(ep: Endpoint, group: str, rnd: int, array: Any, op: str, mem
         if described is None:
             described = await group_descriptor(ep, group)
         push = await pushable(ep, described[0], group, rnd, array, member)
-        if push is not None:  # one request: the contribution rides with it (issue #30)
-            try:
-                result = await reduce(ep, group, rnd, op, timeout=max(0.1, deadline - trio.current_time()),
-                                      partial=partial, described=described, out=out, push=push)
-            except CommandError as exc:
-                if exc.status != STALE:
-                    raise
-                described = await group_descriptor(ep, group)  # a newer version: read it, push again
-                push = await pushable(ep, described[0], group, rnd, array, member)
-                assert push is not None  # (the same member and array: only the version changed)
-                result = await reduce(ep, group, rnd, op, timeout=max(0.1, deadline - trio.current_time()),
-                                      partial=partial, described=described, out=out, push=push)
-            if cache is not None:
-                cache.put(group, described)
-            return result if partial else result.array
-        info = await contribute(ep, group, rnd, array, member, timeout, described=described)
-        if info.get("version", described[0].version) != described[0].version:  # a newer version: read it
-            described = await group_descriptor(ep, group)
+        if push is None:  # handed over first; the node's answer says whether a newer version exists
+            info = await contribute(ep, group, rnd, array, member, timeout, described=described)
+            if info.get("version", described[0].version) != described[0].version:
+                described = await group_descriptor(ep, group)
+        try:  # (pushed: one request, the contribution rides with it; issue #30)
+            result = await reduce(ep, group, rnd, op, timeout=max(0.1, deadline - trio.current_time()),
+                                  partial=partial, described=described, out=out, push=push)
+        except CommandError as exc:
+            if push is None or exc.status != STALE:
+                raise
+            described = await group_descriptor(ep, group)  # the node knows a newer version: read it, push again
+            result = await reduce(ep, group, rnd, op, timeout=max(0.1, deadline - trio.current_time()),
+                                  partial=partial, described=described, out=out, push=push)
         if cache is not None:
             cache.put(group, described)
-        result = await reduce(ep, group, rnd, op, timeout=max(0.1, deadline - trio.current_time()),
-                              partial=partial, described=described, out=out)
     except BaseException:
         if cache is not None:
             cache.drop(group)
