@@ -232,109 +232,114 @@ async def timed(fn: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
 # --- the cases -----------------------------------------------------------------------------------------
 
 
+# a case's two ways, each given (its samples, the published name, the array, the expected sum's ones)
+Way = Callable[[Samples, str, np.ndarray, np.ndarray], Awaitable[None]]
+
+
+async def paired_rounds(line: Line, opts: Any, case: str, seed: int, labels: tuple[str, str],
+                        composed: Way, by_value: Way) -> Samples:
+    """`opts.reps` rounds of `composed` against `by_value`.  Each round
+    publishes a fresh array under two names (the same bytes: no cache helps
+    either way) and unpublishes them after; the first failure of `composed`
+    ends the case, a failure of `by_value` is recorded and the rounds go on."""
+    s = Samples()
+    for rep in range(opts.reps):
+        x, ones = make_array(opts.size_mib * MiB, seed=seed + rep)
+        names = (f"{DATA}/{case}/{rep}/{labels[0]}", f"{DATA}/{case}/{rep}/value")
+        for name in names:
+            await line.publish(name, x)
+        try:
+            try:
+                await composed(s, names[0], x, ones)
+            except Exception as exc:
+                s.error = R.describe(exc)
+                break
+            try:
+                await by_value(s, names[1], x, ones)
+            except Exception as exc:
+                s.baseline_error = R.describe(exc)
+        finally:
+            for name in names:
+                await line.unpublish(name)
+        C.log(f"  {case} rep {rep + 1}: {labels[0]} {R.fmt_time(s.value[-1])}, "
+              f"{labels[1]} {R.fmt_time(s.baseline[-1]) if len(s.baseline) > rep else 'FAILED'}", opts.quiet)
+    return s
+
+
 async def ref_vs_value(line: Line, opts: Any) -> dict[str, Any]:
     """``call(total, Ref(x))`` at b against fetching x at a and calling by value."""
     import icnd
     from icnd.compute.values import decode_value
 
-    s = Samples()
-    nbytes = opts.size_mib * MiB
-    for rep in range(opts.reps):
-        x, ones = make_array(nbytes, seed=100 + rep)
-        by_ref, by_value = f"{DATA}/rv/{rep}/ref", f"{DATA}/rv/{rep}/value"  # the same bytes, two names
-        await line.publish(by_ref, x)
-        await line.publish(by_value, x)
-        try:
-            try:
-                execs0, bytes0 = await line.executions(), await line.a_link_bytes()
-                t, got = await timed(lambda: line.a.call("/fn/total", icnd.Ref(by_ref), timeout=OP_TIMEOUT))
-                bytes1, execs1 = await line.a_link_bytes(), await line.executions()
-                check_sum(got, ones, "total(Ref(x))")
-                if execs1["b"] - execs0["b"] != 1:
-                    raise CheckFailed(f"total(Ref(x)) ran {execs1['b'] - execs0['b']} times at b, expected once")
-                s.value.append(t)
-                s.add("ref_bytes", bytes1 - bytes0)
-            except Exception as exc:
-                s.error = R.describe(exc)
-                break
-            try:  # timed: the fetch (decoded) and the call; the check between them is not
-                t_fetch, fetched = await timed(lambda: line.a.fetch_object(by_value, timeout=OP_TIMEOUT))
-                fetched = decode_value(fetched)  # (a view of the fetched bytes: no copy)
-                if not np.array_equal(fetched, x):
-                    raise CheckFailed("the array fetched at a differs from the one published at c")
-                t_call, got = await timed(lambda: line.a.call("/fn/total", fetched, timeout=OP_TIMEOUT))
-                t = t_fetch + t_call
-                bytes2 = await line.a_link_bytes()
-                check_sum(got, ones, "total(x)")
-                s.baseline.append(t)
-                s.add("value_bytes", bytes2 - bytes1)
-            except Exception as exc:
-                s.baseline_error = R.describe(exc)
-        finally:
-            for name in (by_ref, by_value):
-                await line.unpublish(name)
-        C.log(f"  ref-vs-value rep {rep + 1}: ref {R.fmt_time(s.value[-1])}, "
-              f"value {R.fmt_time(s.baseline[-1]) if len(s.baseline) > rep else 'FAILED'}", opts.quiet)
-    return case_line("ref-vs-value", s, links=line.links, nbytes=nbytes, reps=opts.reps,
+    async def by_ref(s: Samples, name: str, x: np.ndarray, ones: np.ndarray) -> None:
+        execs0, bytes0 = await line.executions(), await line.a_link_bytes()
+        t, got = await timed(lambda: line.a.call("/fn/total", icnd.Ref(name), timeout=OP_TIMEOUT))
+        bytes1, execs1 = await line.a_link_bytes(), await line.executions()
+        check_sum(got, ones, "total(Ref(x))")
+        if execs1["b"] - execs0["b"] != 1:
+            raise CheckFailed(f"total(Ref(x)) ran {execs1['b'] - execs0['b']} times at b, expected once")
+        s.value.append(t)
+        s.add("ref_bytes", bytes1 - bytes0)
+
+    async def by_value(s: Samples, name: str, x: np.ndarray, ones: np.ndarray) -> None:
+        # timed: the fetch (decoded) and the call; the check between them is not
+        bytes0 = await line.a_link_bytes()
+        t_fetch, fetched = await timed(lambda: line.a.fetch_object(name, timeout=OP_TIMEOUT))
+        fetched = decode_value(fetched)  # (a view of the fetched bytes: no copy)
+        if not np.array_equal(fetched, x):
+            raise CheckFailed("the array fetched at a differs from the one published at c")
+        t_call, got = await timed(lambda: line.a.call("/fn/total", fetched, timeout=OP_TIMEOUT))
+        bytes1 = await line.a_link_bytes()
+        check_sum(got, ones, "total(x)")
+        s.baseline.append(t_fetch + t_call)
+        s.add("value_bytes", bytes1 - bytes0)
+
+    s = await paired_rounds(line, opts, "rv", 100, ("ref", "value"), by_ref, by_value)
+    return case_line("ref-vs-value", s, links=line.links, nbytes=opts.size_mib * MiB, reps=opts.reps,
                      function="/fn/total at b", baseline_name="fetch at a, then call by value",
-                     **_link_fields(s, nbytes, ("ref", "value")), **_target(line, s))
+                     **_link_fields(s, opts.size_mib * MiB, ("ref", "value")), **_target(line, s))
 
 
 async def pipeline(line: Line, opts: Any) -> dict[str, Any]:
     """``call(sum, submit(double, Ref(x)))`` against ``call(sum, call(double, Ref(x)))`` by value."""
     import icnd
 
-    s = Samples()
-    nbytes = opts.size_mib * MiB
-    for rep in range(opts.reps):
-        x, ones = make_array(nbytes, seed=200 + rep)
-        by_future, by_value = f"{DATA}/pipe/{rep}/future", f"{DATA}/pipe/{rep}/value"
-        await line.publish(by_future, x)
-        await line.publish(by_value, x)
-        try:
-            try:
-                execs0, bytes0 = await line.executions(), await line.a_link_bytes()
+    async def by_future(s: Samples, name: str, x: np.ndarray, ones: np.ndarray) -> None:
+        execs0, bytes0 = await line.executions(), await line.a_link_bytes()
+        info: dict[str, Any] = {}
 
-                info: dict[str, Any] = {}
+        async def with_future() -> Any:
+            fut = await line.a.submit("/fn/double", icnd.Ref(name), timeout=OP_TIMEOUT)
+            return await line.a.call("/fn/sum", fut, timeout=OP_TIMEOUT, info=info)
 
-                async def with_future() -> Any:
-                    fut = await line.a.submit("/fn/double", icnd.Ref(by_future), timeout=OP_TIMEOUT)
-                    return await line.a.call("/fn/sum", fut, timeout=OP_TIMEOUT, info=info)
+        t, got = await timed(with_future)
+        bytes1, execs1 = await line.a_link_bytes(), await line.executions()
+        check_sum(got, 2 * ones, "sum(future of double(Ref(x)))")
+        ran = {n: execs1[n] - execs0[n] for n in execs0}
+        if sum(ran.values()) != 2 or ran.get("b", 0) < 1:
+            raise CheckFailed(f"the pipeline ran {ran} times at b and c, expected double at b and sum once")
+        s.add("sum_at_b", 1.0 if info.get("host") == "/node/b" else 0.0)
+        s.value.append(t)
+        s.add("future_bytes", bytes1 - bytes0)
 
-                t, got = await timed(with_future)
-                bytes1, execs1 = await line.a_link_bytes(), await line.executions()
-                check_sum(got, 2 * ones, "sum(future of double(Ref(x)))")
-                ran = {n: execs1[n] - execs0[n] for n in execs0}
-                if sum(ran.values()) != 2 or ran.get("b", 0) < 1:
-                    raise CheckFailed(f"the pipeline ran {ran} times at b and c, expected double at b and sum once")
-                s.add("sum_at_b", 1.0 if info.get("host") == "/node/b" else 0.0)
-                s.value.append(t)
-                s.add("future_bytes", bytes1 - bytes0)
-            except Exception as exc:
-                s.error = R.describe(exc)
-                break
-            try:  # timed: the two calls; the check of the intermediate result between them is not
-                t_first, y = await timed(lambda: line.a.call("/fn/double", icnd.Ref(by_value), timeout=OP_TIMEOUT))
-                if not np.array_equal(y, 2 * x):
-                    raise CheckFailed("double(Ref(x)) returned to a is not 2x")
-                t_second, got = await timed(lambda: line.a.call("/fn/sum", y, timeout=OP_TIMEOUT))
-                t = t_first + t_second
-                bytes2 = await line.a_link_bytes()
-                check_sum(got, 2 * ones, "sum(double(Ref(x)) by value)")
-                s.baseline.append(t)
-                s.add("value_bytes", bytes2 - bytes1)
-            except Exception as exc:
-                s.baseline_error = R.describe(exc)
-        finally:
-            for name in (by_future, by_value):
-                await line.unpublish(name)
-        C.log(f"  pipeline rep {rep + 1}: future {R.fmt_time(s.value[-1])}, "
-              f"by value {R.fmt_time(s.baseline[-1]) if len(s.baseline) > rep else 'FAILED'}", opts.quiet)
-    return case_line("pipeline", s, links=line.links, nbytes=nbytes, reps=opts.reps,
+    async def by_value(s: Samples, name: str, x: np.ndarray, ones: np.ndarray) -> None:
+        # timed: the two calls; the check of the intermediate result between them is not
+        bytes0 = await line.a_link_bytes()
+        t_first, y = await timed(lambda: line.a.call("/fn/double", icnd.Ref(name), timeout=OP_TIMEOUT))
+        if not np.array_equal(y, 2 * x):
+            raise CheckFailed("double(Ref(x)) returned to a is not 2x")
+        t_second, got = await timed(lambda: line.a.call("/fn/sum", y, timeout=OP_TIMEOUT))
+        bytes1 = await line.a_link_bytes()
+        check_sum(got, 2 * ones, "sum(double(Ref(x)) by value)")
+        s.baseline.append(t_first + t_second)
+        s.add("value_bytes", bytes1 - bytes0)
+
+    s = await paired_rounds(line, opts, "pipe", 200, ("future", "by value"), by_future, by_value)
+    return case_line("pipeline", s, links=line.links, nbytes=opts.size_mib * MiB, reps=opts.reps,
                      functions="/fn/double at b, /fn/sum (total) at b and c (placed near the future)",
                      sum_at_b=R._r(statistics.mean(s.extra["sum_at_b"]), 3) if s.extra.get("sum_at_b") else None,
                      baseline_name="double's result returned to a, then sum called by value",
-                     **_link_fields(s, nbytes, ("future", "value")), **_target(line, s))
+                     **_link_fields(s, opts.size_mib * MiB, ("future", "value")), **_target(line, s))
 
 
 async def placement(line: Line, opts: Any) -> dict[str, Any]:
