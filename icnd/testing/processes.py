@@ -193,6 +193,18 @@ class Daemon:
 
 
 @contextmanager
+def lone_node(workdir: str | os.PathLike[str], *args: str) -> Iterator[Daemon]:
+    """One node, ``/node/s`` listening on UDP on 127.0.0.1, ready (`args`:
+    more ``icnd run`` arguments); stopped when the block ends, whatever happens."""
+    daemon = Daemon(workdir, "--name", "/node/s", "--listen", "udp://127.0.0.1:0", *args, name="s")
+    try:
+        daemon.wait_ready()
+        yield daemon
+    finally:
+        daemon.stop()
+
+
+@contextmanager
 def neighbours(workdir: str | os.PathLike[str], *, transport: str = "udp", a: tuple[str, ...] = (),
                b: tuple[str, ...] = (), b_cost: int | None = None) -> Iterator[tuple[Daemon, Daemon]]:
     """Nodes ``/node/a`` and ``/node/b`` on 127.0.0.1, each the other's

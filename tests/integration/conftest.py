@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from icnd.testing.processes import Daemon
+from icnd.testing.processes import Daemon, lone_node
 
 LOOPBACK = ("udp://127.0.0.1:0", "tcp://127.0.0.1:0")
 
@@ -14,12 +14,8 @@ LOOPBACK = ("udp://127.0.0.1:0", "tcp://127.0.0.1:0")
 @pytest.fixture
 def node_socket(tmp_path):
     """The Unix socket of one ``icnd run`` (/node/s, UDP on loopback), stopped after the test."""
-    d = Daemon(tmp_path, "--name", "/node/s", "--listen", "udp://127.0.0.1:0", name="s")
-    try:
-        d.wait_ready()
+    with lone_node(tmp_path) as d:
         yield d.socket
-    finally:
-        d.stop()
 
 
 class DaemonFactory:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from icnd.cli.exec import STOP_GRACE_S
-from icnd.testing.processes import Daemon, gone, neighbours, one_line_error, run_cli, short_tempdir
+from icnd.testing.processes import gone, lone_node, neighbours, one_line_error, run_cli, short_tempdir
 
 PY = sys.executable
 SLACK_S = 10.0  # on top of the grace period: a loaded 2-core machine starting a dozen interpreters
@@ -100,13 +100,8 @@ def pids_when_all_written(directory: Path, n: int, timeout: float = 30.0) -> lis
 @pytest.fixture(scope="module")
 def node():
     """One ``icnd run`` (/node/s) for the module."""
-    with short_tempdir("icnd-exec-") as workdir:
-        d = Daemon(workdir, "--name", "/node/s", "--listen", "udp://127.0.0.1:0", name="s")
-        try:
-            d.wait_ready()
-            yield d
-        finally:
-            d.stop()
+    with short_tempdir("icnd-exec-") as workdir, lone_node(workdir) as d:
+        yield d
 
 
 @pytest.fixture(scope="module")
